@@ -1,0 +1,16 @@
+"""The HTTP API Lambda authorizer (payload 2.0, simple responses; PROTOCOL.md 2, DESIGN.md auth).
+
+It maps the bearer token's hash to its principal and hands it on in the request context. An
+unknown token is still authorised with an anonymous context, so the tool handler answers 401 with
+the protocol's error envelope (API Gateway's own 403 for ``isAuthorized: false`` would carry
+neither the right status nor the envelope). Handlers trust only this context.
+"""
+
+from relaynet.identity import authorize, bearer
+
+
+def handler(event, context):
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    token = bearer(headers.get("authorization") or next(iter(event.get("identitySource") or []), None))
+    principal = authorize(token)
+    return {"isAuthorized": True, "context": principal.context() if principal else {"kind": "anonymous"}}

@@ -1,0 +1,19 @@
+"""network_task_update: move a task through its state machine (PROTOCOL.md 4.8)."""
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from relaynet import claims, tasks
+from relaynet.http.api import ToolApp
+from relaynet.models.worker import TaskUpdateRequest
+
+tool = ToolApp("network_task_update")
+
+
+@tool.route
+def network_task_update(request: Annotated[TaskUpdateRequest, Body()]) -> dict:
+    return tasks.update(tool.caller(), request, on_terminal=claims.release_for_task)
+
+
+handler = tool.handler

@@ -1,0 +1,9 @@
+"""GET /v1/openapi.json, no auth (PROTOCOL.md 2): the OpenAPI 3 document of every tool."""
+
+import json
+
+from relaynet.http.openapi import document
+
+
+def handler(event, context):
+    return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": json.dumps(document())}

@@ -1,0 +1,606 @@
+"""The local stack: template.yaml's routes over real HTTP, an embedded DynamoDB, the sweep timer.
+
+What it does, in the order :meth:`LocalStack.start` does it:
+
+1. Reads the template (:mod:`relaynet_local.template`).
+2. Starts moto's DynamoDB server on ``127.0.0.1`` and a free port, unless a
+   ``dynamodb_endpoint`` is given.
+3. Sets ``os.environ`` *before any handler is loaded*: ``AWS_ENDPOINT_URL_DYNAMODB``,
+   ``AWS_DEFAULT_REGION`` and (for moto) dummy credentials, ``RELAYNET_TABLE``, the template's
+   ``Globals.Function.Environment`` (parameter defaults; variables already set in the
+   environment win), and ``POWERTOOLS_TRACE_DISABLED``/``POWERTOOLS_METRICS_DISABLED`` unless set.
+   :meth:`LocalStack.stop` restores the previous values.
+4. Creates the table from the template if it does not exist.
+5. Serves HTTP (one thread per connection), mimicking API Gateway (HTTP API, payload 2.0):
+
+   ====================================================  =====================================
+   request                                               answer
+   ====================================================  =====================================
+   no route for the path, or not for this method         404 ``not_found``
+   body over 10 MiB (API Gateway's limit)                413 ``payload_too_large``
+   authorised route, no ``Authorization`` header         401 ``unauthenticated``
+   authorizer answers ``isAuthorized: false``            403 ``permission_denied``
+   authorizer or handler raises / answers garbage        500 ``internal`` (traceback on stderr)
+   otherwise                                             the handler's response
+   ====================================================  =====================================
+
+   Errors use the envelope ``{"error": {"code", "message"}}``. Bodies up to 10 MiB reach the
+   handler (the 64 KiB protocol limit is the handler's to enforce). The authorizer runs on every
+   request (API Gateway would cache its answer per ``Authorization`` value for
+   ``ReauthorizeEvery`` seconds).
+6. Runs every scheduled function of the template every ``sweep_interval`` seconds (errors are
+   logged, never fatal; ``sweep_interval <= 0`` disables the timer).
+7. Writes ``<state_dir>/local.json``: ``{"url", "dynamodbEndpoint", "table", "pid"}`` (removed
+   again by :meth:`LocalStack.stop`).
+
+Logs go to the ``relaynet_local`` logger (stderr under :func:`serve`): one line per request,
+``METHOD PATH STATUS MSms``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Iterable
+from urllib.parse import urlsplit
+
+from relaynet_local import events, lambdas
+from relaynet_local.template import Function, Route, Template, create_table, find_template, load_template
+
+__all__ = ["LocalStack", "serve", "write_tokens", "mcp_config_text", "MAX_BODY_BYTES"]
+
+log = logging.getLogger("relaynet_local")
+
+MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway HTTP API payload limit
+_HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive"}
+
+
+def _envelope(code: str, message: str) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message}}).encode()
+
+
+# --------------------------------------------------------------------------------------------
+# Routing
+
+
+class _Router:
+    """Matches ``(method, path)`` to a route, as API Gateway does: literal paths before
+    ``{param}`` paths before greedy ``{proxy+}`` paths, and an exact method before ``ANY``."""
+
+    def __init__(self, routes: Iterable[Route]):
+        self._compiled: list[tuple[int, re.Pattern[str], Route]] = []
+        for route in routes:
+            pattern, rank = "", 0
+            for segment in route.path.strip("/").split("/"):
+                m = re.fullmatch(r"\{([^}+]+)(\+?)\}", segment)
+                if m and m.group(2):
+                    pattern, rank = pattern + f"/(?P<{m.group(1)}>.+)", max(rank, 2)
+                elif m:
+                    pattern, rank = pattern + f"/(?P<{m.group(1)}>[^/]+)", max(rank, 1)
+                else:
+                    pattern += "/" + re.escape(segment)
+            self._compiled.append((rank, re.compile(pattern or "/"), route))
+        self._compiled.sort(key=lambda item: (item[0], item[2].method == "ANY"))
+
+    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        for _, pattern, route in self._compiled:
+            if route.method not in (method, "ANY"):
+                continue
+            m = pattern.fullmatch(path)
+            if m:
+                return route, m.groupdict()
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# Responses
+
+
+def _to_http(result: Any) -> tuple[int, dict[str, str], bytes]:
+    """A handler's payload-2.0 result as ``(status, headers, body)``.
+
+    A dict with ``statusCode`` is used as is (``multiValueHeaders`` and ``cookies`` are
+    ignored); anything else is sent as JSON with status 200, as API Gateway infers. Raises
+    ``ValueError`` for a malformed response.
+    """
+    if isinstance(result, dict) and "statusCode" in result:
+        status = int(result["statusCode"])
+        if not 100 <= status <= 599:
+            raise ValueError(f"bad statusCode {status}")
+        headers = {str(k): str(v) for k, v in (result.get("headers") or {}).items()}
+        body = result.get("body")
+        if body is None:
+            data = b""
+        elif result.get("isBase64Encoded"):
+            data = base64.b64decode(body)
+        else:
+            data = str(body).encode()
+        return status, headers, data
+    return 200, {"content-type": "application/json"}, json.dumps(result).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One HTTP connection; ``self.server.stack`` is the :class:`LocalStack`."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "relaynet-local"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass  # one line per request is logged by _dispatch instead
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        self._dispatch()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _read_body(self) -> bytes | None:
+        """The request body; ``None`` when it is over :data:`MAX_BODY_BYTES`."""
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            chunks, total = [], 0
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    break
+                chunk = self.rfile.read(size)
+                self.rfile.readline()
+                total += size
+                if total <= MAX_BODY_BYTES:
+                    chunks.append(chunk)
+            return b"".join(chunks) if total <= MAX_BODY_BYTES else None
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            remaining = length
+            while remaining > 0:  # drain, so the connection stays usable
+                chunk = self.rfile.read(min(remaining, 1 << 16))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+            return None
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _send(self, status: int, headers: dict[str, str], body: bytes, request_id: str) -> None:
+        self.send_response(status)
+        sent = set()
+        for name, value in headers.items():
+            if name.lower() not in _HOP_BY_HOP:
+                self.send_header(name, value)
+                sent.add(name.lower())
+        if "content-type" not in sent and body:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("apigw-requestid", request_id)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _error(self, status: int, code: str, message: str, request_id: str) -> int:
+        self._send(status, {"content-type": "application/json"}, _envelope(code, message), request_id)
+        return status
+
+    # -- the API Gateway part --------------------------------------------------------------
+
+    def _dispatch(self) -> None:
+        started = time.monotonic()
+        stack: LocalStack = self.server.stack  # type: ignore[attr-defined]
+        request_id = uuid.uuid4().hex
+        parts = urlsplit(self.path)
+        path = parts.path or "/"
+        status = 500
+        try:
+            try:
+                body = self._read_body()
+            except ValueError:
+                self.close_connection = True
+                status = self._error(400, "invalid_argument", "malformed request body", request_id)
+                return
+            status = self._route(stack, path, parts.query, body, request_id)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception:  # noqa: BLE001 - a bug in the local stack itself
+            log.exception("local stack error on %s %s", self.command, path)
+            status = self._error(500, "internal", "internal error", request_id)
+        finally:
+            log.info("%s %s %d %.0fms", self.command, path, status, (time.monotonic() - started) * 1000)
+
+    def _route(self, stack: "LocalStack", path: str, query: str, body: bytes | None,
+               request_id: str) -> int:
+        matched = stack.router.match(self.command, path)
+        if matched is None:
+            return self._error(404, "not_found", f"no route {self.command} {path}", request_id)
+        route, path_params = matched
+        if body is None:
+            return self._error(413, "payload_too_large", "request body over 10 MiB", request_id)
+        header_pairs = list(self.headers.items())
+        source_ip = self.client_address[0]
+        context = None
+        if route.auth:
+            token = self.headers.get("Authorization")
+            if not token:
+                return self._error(401, "unauthenticated", "missing bearer token", request_id)
+            auth_event = events.authorizer_event(
+                self.command, path, route_key=route.route_key, identity=[token], query=query,
+                headers=header_pairs, path_parameters=path_params, source_ip=source_ip,
+                request_id=request_id)
+            try:
+                answer = stack.invoke(stack.template.authorizer, auth_event)  # type: ignore[arg-type]
+                if not isinstance(answer, dict) or not isinstance(answer.get("isAuthorized"), bool):
+                    raise ValueError(f"authorizer answered {answer!r}, not a simple response")
+            except Exception:  # noqa: BLE001 - API Gateway answers 500 too
+                log.exception("authorizer failed on %s %s", self.command, path)
+                return self._error(500, "internal", "internal error", request_id)
+            if not answer["isAuthorized"]:
+                return self._error(403, "permission_denied", "forbidden", request_id)
+            context = answer.get("context") or {}
+        event = events.http_event(
+            self.command, path, route_key=route.route_key, query=query, headers=header_pairs,
+            body=body, path_parameters=path_params, authorizer_context=context,
+            source_ip=source_ip, request_id=request_id)
+        try:
+            result = stack.invoke(stack.template.functions[route.function_id], event)
+            status, headers, data = _to_http(result)
+        except Exception:  # noqa: BLE001 - the handler's bug; API Gateway answers 500
+            log.exception("handler %s failed on %s %s", route.function_id, self.command, path)
+            return self._error(500, "internal", "internal error", request_id)
+        self._send(status, headers, data, request_id)
+        return status
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], stack: "LocalStack"):
+        self.stack = stack
+        super().__init__(address, _Handler)
+
+
+# --------------------------------------------------------------------------------------------
+# The stack
+
+
+class LocalStack:
+    """The local stack, in-process. Use ``with LocalStack(port=0) as stack: ... stack.url``.
+
+    Args:
+        host, port: where to listen (port 0: a free port; :attr:`url` tells which).
+        template: the SAM template (default: see :func:`relaynet_local.template.find_template`).
+        sweep_interval: seconds between runs of the scheduled functions (<= 0: never).
+        dynamodb_endpoint: a DynamoDB endpoint to use instead of the embedded moto server.
+        table: the table name (``RELAYNET_TABLE``).
+        state_dir: where ``local.json`` goes (``None``: nowhere).
+        preload: import every handler at start (import errors are logged, not fatal).
+
+    The environment is process-wide, so run one stack per process at a time. The embedded
+    moto server shares moto's in-process state: a ``mock_aws`` started in the same process
+    while the stack runs intercepts the handlers' calls and resets the stack's tables.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, template: str | os.PathLike[str] | None = None,
+                 sweep_interval: float = 5.0, dynamodb_endpoint: str | None = None,
+                 table: str = "relaynet-local", state_dir: str | os.PathLike[str] | None = ".relaynet",
+                 preload: bool = False):
+        self.host, self.port = host, port
+        self.template_path = find_template(template)
+        self.sweep_interval = sweep_interval
+        self.dynamodb_endpoint = dynamodb_endpoint
+        self.table = table
+        self.state_dir = Path(state_dir).resolve() if state_dir is not None else None
+        self.preload = preload
+        self.template: Template = load_template(self.template_path)
+        self.router = _Router(self.template.routes)
+        self.url = ""
+        self._moto: Any = None
+        self._http: _HTTPServer | None = None
+        self._serving = False
+        self._threads: list[threading.Thread] = []
+        self._stopping = threading.Event()
+        self._saved_env: dict[str, str | None] = {}
+        self._sweep_lock = threading.Lock()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> "LocalStack":
+        """Bring everything up (see the module docstring); returns ``self``."""
+        try:
+            if self.dynamodb_endpoint is None:
+                from moto.server import ThreadedMotoServer
+
+                logging.getLogger("werkzeug").setLevel(logging.WARNING)
+                self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+                self._moto.start()
+                host, port = self._moto.get_host_and_port()
+                self.dynamodb_endpoint = f"http://{host}:{port}"
+            self._set_environment()
+            lambdas.clear_cache()  # a new stack is a new deployment: every container starts cold
+            self._ensure_table()
+            if self.preload:
+                self._preload()
+            self._http = _HTTPServer((self.host, self.port), self)
+            self.port = self._http.server_address[1]
+            self.url = f"http://{self.host}:{self.port}"
+            self._spawn("relaynet-local-http", self._http.serve_forever)
+            self._serving = True
+            if self.sweep_interval > 0 and self.template.schedules:
+                self._spawn("relaynet-local-sweep", self._sweep_loop)
+            self._write_state()
+        except BaseException:
+            self.stop()
+            raise
+        log.info("local stack up at %s (DynamoDB %s, table %s, %d routes)", self.url,
+                 self.dynamodb_endpoint, self.table, len(self.template.routes))
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, the timer and moto; restore the environment. Safe to call twice."""
+        self._stopping.set()
+        if self._http is not None:
+            if self._serving:
+                self._http.shutdown()
+                self._serving = False
+            self._http.server_close()
+            self._http = None
+        for thread in self._threads:
+            thread.join(timeout=10)
+        self._threads.clear()
+        if self._moto is not None:
+            self._moto.stop()
+            self._moto = None
+        self._remove_state()
+        self._restore_environment()
+        lambdas.clear_cache()
+
+    def __enter__(self) -> "LocalStack":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- invoking --------------------------------------------------------------------------
+
+    def invoke(self, function: Function, event: dict[str, Any]) -> Any:
+        """Run ``function`` on ``event`` in a container, as Lambda would; returns its result."""
+        started = time.monotonic()
+        try:
+            return lambdas.invoke(function.code_uri, function.handler, event,
+                                  function_name=function.logical_id, timeout=function.timeout,
+                                  memory_size=function.memory_size)
+        finally:
+            took = time.monotonic() - started
+            if took > function.timeout:
+                log.warning("%s ran %.1f s, over its Timeout of %d s: AWS would have stopped it",
+                            function.logical_id, took, function.timeout)
+
+    def sweep_once(self) -> int:
+        """Run every scheduled function once (runs never overlap); returns how many failed."""
+        failures = 0
+        with self._sweep_lock:
+            for schedule in self.template.schedules:
+                try:
+                    self.invoke(schedule.function, events.schedule_event(schedule.function.logical_id))
+                except Exception:  # noqa: BLE001 - logged, never fatal
+                    failures += 1
+                    log.exception("scheduled function %s failed", schedule.function.logical_id)
+        return failures
+
+    def apply_spec(self, text: str) -> dict[str, Any]:
+        """Apply a network spec (PROTOCOL.md 9) to this stack's table; returns the tokens
+        document (``relaynet.admin.apply_spec``)."""
+        from relaynet.admin import apply_spec
+
+        return apply_spec(text)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _spawn(self, name: str, target: Any) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _sweep_loop(self) -> None:
+        while not self._stopping.wait(self.sweep_interval):
+            self.sweep_once()
+
+    def _environment(self) -> tuple[dict[str, str], dict[str, str]]:
+        """``(forced, defaults)``: variables to set, and variables to set only if unset."""
+        forced = {"AWS_ENDPOINT_URL_DYNAMODB": str(self.dynamodb_endpoint), "RELAYNET_TABLE": self.table}
+        defaults = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}
+        if self._moto is not None:
+            forced.update(AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="testing",
+                          AWS_SECRET_ACCESS_KEY="testing")
+        else:
+            defaults["AWS_DEFAULT_REGION"] = "us-east-1"
+            import boto3
+
+            if boto3.Session().get_credentials() is None:
+                defaults.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing")
+        refs = {self.template.table.logical_id: self.table} if self.template.table else {}
+        template_env = self.template.environment(refs)
+        for fn in self.template.functions.values():  # one process: no per-function environment
+            for name, value in self.template.environment(refs, fn).items():
+                if template_env.setdefault(name, value) != value:
+                    log.warning("%s sets %s=%s, but the local stack shares one environment "
+                                "(%s=%s is used)", fn.logical_id, name, value, name, template_env[name])
+        for name, value in template_env.items():
+            if name not in forced:
+                defaults.setdefault(name, value)
+        return forced, defaults
+
+    def _set_environment(self) -> None:
+        forced, defaults = self._environment()
+        for name, value in {**defaults, **forced}.items():
+            if name in forced or name not in os.environ:
+                self._saved_env.setdefault(name, os.environ.get(name))
+                os.environ[name] = value
+        _reset_shared_caches()
+
+    def _restore_environment(self) -> None:
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if self._saved_env:
+            _reset_shared_caches()
+        self._saved_env.clear()
+
+    def _ensure_table(self) -> None:
+        if self.template.table is None:
+            log.warning("the template has no AWS::DynamoDB::Table; not creating one")
+            return
+        import boto3
+
+        client = boto3.client("dynamodb", endpoint_url=self.dynamodb_endpoint)
+        create_table(client, self.template_path, self.table, exist_ok=True)
+
+    def _preload(self) -> None:
+        seen = set()
+        for fn in self.template.functions.values():
+            if (fn.code_uri, fn.handler) in seen:
+                continue
+            seen.add((fn.code_uri, fn.handler))
+            try:
+                lambdas.load_handler(fn.code_uri, fn.handler)
+            except Exception:  # noqa: BLE001 - the route answers 500 until it is fixed
+                log.exception("cannot load %s (%s)", fn.logical_id, fn.handler)
+
+    def _write_state(self) -> None:
+        if self.state_dir is None:
+            return
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        state = {"url": self.url, "dynamodbEndpoint": self.dynamodb_endpoint, "table": self.table,
+                 "pid": os.getpid()}
+        tmp = self.state_dir / f".local.json.{os.getpid()}"
+        tmp.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, self.state_dir / "local.json")
+
+    def _remove_state(self) -> None:
+        if self.state_dir is None or not self.url:
+            return
+        path = self.state_dir / "local.json"
+        try:
+            if json.loads(path.read_text(encoding="utf-8")).get("url") == self.url:
+                path.unlink()
+        except (OSError, ValueError):
+            pass
+
+
+def _reset_shared_caches() -> None:
+    """Drop the relaynet library's cached DynamoDB client and settings, if it is imported, so
+    a new endpoint or table takes effect (``relaynet.store.table.reset``)."""
+    reset = getattr(sys.modules.get("relaynet.store.table"), "reset", None)
+    if callable(reset):
+        reset()
+
+
+# --------------------------------------------------------------------------------------------
+# Tokens and MCP configurations
+
+
+def write_tokens(tokens: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write the tokens document as JSON to ``path`` with mode 0600 (parents created)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        os.fchmod(fh.fileno(), 0o600)
+        json.dump(tokens, fh, indent=2)
+        fh.write("\n")
+    return target
+
+
+def _relaynet_command() -> str:
+    exe = Path(sys.executable).parent / ("relaynet.exe" if os.name == "nt" else "relaynet")
+    return str(exe.absolute()) if exe.exists() else "relaynet"
+
+
+def mcp_config_text(tokens: dict[str, Any], url: str) -> str:
+    """For each instance of the tokens document, a heading line and a ready-to-paste MCP client
+    configuration running ``relaynet mcp worker`` against ``url`` with that instance's token."""
+    command = _relaynet_command()
+    blocks = []
+    for network, info in (tokens.get("networks") or {}).items():
+        for agent, instances in ((info or {}).get("instances") or {}).items():
+            for n, instance in enumerate(instances or [], start=1):
+                config = {"mcpServers": {f"relaynet-{agent}-{n}": {
+                    "command": command,
+                    "args": ["mcp", "worker"],
+                    "env": {"RELAYNET_URL": url, "RELAYNET_TOKEN": instance["token"]},
+                }}}
+                blocks.append(f"# {agent} #{n} ({instance.get('instanceId')}) in network {network}\n"
+                              + json.dumps(config, indent=2))
+    return "\n\n".join(blocks)
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+
+
+def _configure_logging() -> None:
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    if log.level == logging.NOTSET:
+        log.setLevel(logging.INFO)
+
+
+def serve(host: str = "127.0.0.1", port: int = 8787, spec: str | os.PathLike[str] | None = None,
+          tokens_out: str | os.PathLike[str] | None = None, sweep_interval: float = 5.0,
+          dynamodb_endpoint: str | None = None, template: str | os.PathLike[str] | None = None,
+          print_mcp_config: bool = False, table: str = "relaynet-local") -> None:
+    """Run the local stack until SIGINT or SIGTERM (``relaynet serve``).
+
+    With ``spec`` (a path to a network spec), applies it once the stack is up and writes the
+    tokens document to ``tokens_out`` (default ``.relaynet/tokens.json``, mode 0600). With
+    ``print_mcp_config``, prints an MCP client configuration per instance (from the spec's
+    tokens, else from an existing ``tokens_out`` file). Finally prints
+    ``Relaynet hub listening on <url>`` to stdout: once it appears, the tokens file is written.
+    Raises ``OSError`` when the port is taken, and whatever applying the spec raises.
+    """
+    _configure_logging()
+    stop = threading.Event()
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    stack = LocalStack(host, port, template=template, sweep_interval=sweep_interval,
+                       dynamodb_endpoint=dynamodb_endpoint, table=table, preload=True)
+    try:
+        stack.start()
+        tokens_path = Path(tokens_out or Path(".relaynet") / "tokens.json")
+        tokens: dict[str, Any] | None = None
+        if spec is not None:
+            tokens = stack.apply_spec(Path(spec).read_text(encoding="utf-8"))
+            write_tokens(tokens, tokens_path)
+            log.info("applied %s; tokens written to %s", spec, tokens_path)
+        elif print_mcp_config and tokens_path.is_file():
+            tokens = json.loads(tokens_path.read_text(encoding="utf-8"))
+        if print_mcp_config:
+            if tokens:
+                print(mcp_config_text(tokens, stack.url), flush=True)
+            else:
+                log.warning("no tokens to print MCP configurations for (use a spec)")
+        print(f"Relaynet hub listening on {stack.url}", flush=True)
+        while not stop.wait(0.5):
+            pass
+        log.info("shutting down")
+    finally:
+        stack.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,224 @@
+"""Operator bootstrap: apply a network spec, launch instances (PROTOCOL.md 9).
+
+The admin CLI reaches the table directly with AWS credentials (or the local stack's embedded
+store). Applying is idempotent: re-applying the same spec changes nothing and launches nothing
+new; it prints the tokens of what it created.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from relaynet import clock, ids
+from relaynet.errors import InvalidArgument, NotFound
+from relaynet.identity import REPRESENTATIVE_PREFIX, Principal, launch_instance, mint_token, token_item
+from relaynet.models.common import NAME_PATTERN
+from relaynet.resources import normalise as normalise_resource
+from relaynet.store import keys as k
+from relaynet.store import table as t
+
+Grant = Literal["observe", "communicate", "delegate", "operate"]
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CapabilitySpec(_Spec):
+    id: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")]
+    name: str
+    description: str = ""
+
+
+class ResponsibilitySpec(_Spec):
+    resource: Optional[str] = None
+    actions: list[str] = []
+    priority: int = 0
+
+
+class AgentSpec(_Spec):
+    name: Annotated[str, Field(pattern=NAME_PATTERN)]
+    description: str = ""
+    capabilities: list[CapabilitySpec] = []
+    groups: list[Annotated[str, Field(pattern=NAME_PATTERN)]] = []
+    responsibilities: list[ResponsibilitySpec] = []
+    instances: Annotated[int, Field(ge=0, le=100)] = 0
+    passport: dict[str, Any] = {}
+    resume: dict[str, Any] = {}
+    skill_md: Optional[str] = None
+    inbound_from: list[str] = ["*"]
+
+
+class GroupSpec(_Spec):
+    slug: Annotated[str, Field(pattern=NAME_PATTERN)]
+    members: list[Annotated[str, Field(pattern=NAME_PATTERN)]] = []
+
+
+class ResourceSpec(_Spec):
+    key: str
+
+
+class RepresentativeSpec(_Spec):
+    name: Annotated[str, Field(pattern=NAME_PATTERN)]
+    grants: dict[str, Grant] = {}
+
+
+class NetworkSpec(_Spec):
+    """One YAML document of a spec file (PROTOCOL.md 9)."""
+
+    network: Annotated[str, Field(pattern=NAME_PATTERN)]
+    agents: list[AgentSpec] = []
+    groups: list[GroupSpec] = []
+    resources: list[ResourceSpec] = []
+    representatives: list[RepresentativeSpec] = []
+
+
+def parse(text: str) -> list[NetworkSpec]:
+    """All network documents of a spec file. Raises InvalidArgument with one entry per bad field."""
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d]
+    except yaml.YAMLError as exc:
+        raise InvalidArgument(f"the spec is not valid YAML: {exc}") from None
+    specs = []
+    for n, doc in enumerate(docs):
+        try:
+            specs.append(NetworkSpec.model_validate(doc))
+        except ValidationError as exc:
+            fields = [{"field": f"documents[{n}]." + ".".join(str(p) for p in e["loc"]), "message": e["msg"]}
+                      for e in exc.errors()]
+            raise InvalidArgument(f"document {n} of the spec is invalid", fields) from None
+    _check(specs)
+    return specs
+
+
+def _check(specs: list[NetworkSpec]) -> None:
+    names = [s.network for s in specs]
+    if len(set(names)) != len(names):
+        raise InvalidArgument("a network is declared twice in the spec")
+    for spec in specs:
+        agents = {a.name for a in spec.agents}
+        if len(agents) != len(spec.agents):
+            raise InvalidArgument(f"network {spec.network}: an agent is declared twice")
+        slugs = {g.slug for g in spec.groups} | {g for a in spec.agents for g in a.groups}
+        if agents & slugs:
+            raise InvalidArgument(f"network {spec.network}: agent names and group slugs share one namespace: {sorted(agents & slugs)}")
+        for group in spec.groups:
+            unknown = set(group.members) - agents
+            if unknown:
+                raise InvalidArgument(f"network {spec.network}: group {group.slug} names unknown agents {sorted(unknown)}")
+    for rep in (r for s in specs for r in s.representatives):
+        unknown = set(rep.grants) - set(names) - set(existing_network_names(rep.grants))
+        if unknown:
+            raise InvalidArgument(f"representative {rep.name} has grants on unknown networks {sorted(unknown)}")
+
+
+def existing_network_names(names) -> list[str]:
+    """Which of ``names`` already exist in the table."""
+    got = t.batch_get([k.network_name(n) for n in names]) if names else {}
+    return [pk.split("#", 1)[1] for pk, _ in got]
+
+
+def _network_id(name: str) -> tuple[str, bool]:
+    """The id of network ``name``, creating it if needed: (id, created)."""
+    existing = t.get(*k.network_name(name))
+    if existing:
+        return existing["networkId"], False
+    net_id = ids.new_id("net")
+    pk, sk = k.network_name(name)
+    try:
+        t.transact([
+            t.tx_put({"PK": pk, "SK": sk, "networkId": net_id}, "attribute_not_exists(PK)"),
+            t.tx_put({"PK": k.net(net_id), "SK": k.META, "id": net_id, "name": name, "createdAt": clock.now_iso()},
+                     "attribute_not_exists(PK)"),
+        ])
+    except t.TransactionCancelled:
+        return t.get(*k.network_name(name))["networkId"], False
+    return net_id, True
+
+
+def apply_spec(text: str) -> dict[str, Any]:
+    """Apply a spec file's networks idempotently. Returns the tokens document of PROTOCOL.md 9:
+    ``{"networks": {name: {"networkId", "instances": {agent: [{"instanceId", "token"}]}}},
+    "representatives": {name: token}}`` listing only what this call created.
+
+    Raises InvalidArgument for an invalid spec (nothing is written).
+    """
+    specs = parse(text)
+    out: dict[str, Any] = {"networks": {}, "representatives": {}}
+    net_ids: dict[str, str] = {}
+    for spec in specs:
+        net_id, _ = _network_id(spec.network)
+        net_ids[spec.network] = net_id
+        out["networks"][spec.network] = {"networkId": net_id, "instances": _apply_network(net_id, spec)}
+    for rep in (r for s in specs for r in s.representatives):
+        token = _apply_representative(rep, net_ids)
+        if token:
+            out["representatives"][rep.name] = token
+    return out
+
+
+def _apply_network(net_id: str, spec: NetworkSpec) -> dict[str, list[dict[str, str]]]:
+    membership: dict[str, set[str]] = {g.slug: set(g.members) for g in spec.groups}
+    for agent in spec.agents:
+        for slug in agent.groups:
+            membership.setdefault(slug, set()).add(agent.name)
+    pk = k.net(net_id)
+    for agent in spec.agents:
+        doc = agent.model_dump(exclude={"instances"})
+        doc["groups"] = sorted(s for s, members in membership.items() if agent.name in members)
+        for resp in doc["responsibilities"]:
+            if resp["resource"] is not None:
+                resp["resource"] = normalise_resource(resp["resource"])
+        t.put({"PK": pk, "SK": k.agent(net_id, agent.name)[1], "type": "agent", **doc})
+    for slug, members in membership.items():
+        t.put({"PK": pk, "SK": k.group(net_id, slug)[1], "type": "group", "slug": slug, "members": sorted(members)})
+    resource_keys = {normalise_resource(r.key) for r in spec.resources}
+    resource_keys |= {normalise_resource(r.resource) for a in spec.agents for r in a.responsibilities if r.resource}
+    for key in sorted(resource_keys):
+        t.put({"PK": pk, "SK": k.resource(net_id, key)[1], "type": "resource", "key": key})
+    existing = [i for i in t.query(pk, sk_prefix="INST#")]
+    created: dict[str, list[dict[str, str]]] = {}
+    for agent in spec.agents:
+        have = sum(1 for i in existing if i["agent"] == agent.name)
+        for _ in range(max(0, agent.instances - have)):
+            created.setdefault(agent.name, []).append(launch_instance(net_id, agent.name))
+    return created
+
+
+def _apply_representative(rep: RepresentativeSpec, net_ids: dict[str, str]) -> str | None:
+    grants = {}
+    for name, level in rep.grants.items():
+        grants[net_ids.get(name) or t.get(*k.network_name(name))["networkId"]] = level
+    pk, sk = k.representative(rep.name)
+    existing = t.get(pk, sk)
+    if existing:
+        t.update(pk, sk, "SET grants = :g", g=grants)
+        return None
+    token = mint_token(REPRESENTATIVE_PREFIX)
+    principal = Principal("representative", rep=rep.name)
+    t.transact([
+        t.tx_put({"PK": pk, "SK": sk, "id": ids.new_id("rep"), "name": rep.name, "grants": grants,
+                  "createdAt": clock.now_iso()}, "attribute_not_exists(PK)"),
+        t.tx_put(token_item(token, principal), "attribute_not_exists(PK)"),
+    ])
+    return token
+
+
+def launch(network: str, agent: str) -> dict[str, str]:
+    """``relaynet admin launch NETWORK AGENT``: one more instance. Returns ``{instanceId, token}``.
+
+    ``network`` is a network name or id. Raises NotFound.
+    """
+    if network.startswith("net_"):
+        net_id = network
+        if t.get(*k.network(net_id)) is None:
+            raise NotFound(f"no network {network!r}")
+    else:
+        item = t.get(*k.network_name(network))
+        if item is None:
+            raise NotFound(f"no network named {network!r}")
+        net_id = item["networkId"]
+    return launch_instance(net_id, agent)

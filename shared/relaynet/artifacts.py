@@ -1,0 +1,52 @@
+"""Artifacts: what agents produced, by URI (PROTOCOL.md 4.11)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from relaynet import clock, ids
+from relaynet.errors import InvalidArgument, NotFound
+from relaynet.identity import Principal
+from relaynet.models.worker import PublishArtifactRequest
+from relaynet.store import keys as k
+from relaynet.store import table as t
+
+_SCHEMES = ("https", "http", "s3", "git", "file")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def check_uri(uri: str) -> str:
+    """An absolute URI of an allowed scheme or a relative path; raises InvalidArgument (``uri``)."""
+    value = uri.strip()
+    match = _SCHEME.match(value)
+    if match and not re.match(r"^[A-Za-z]:[\\/]", value):
+        scheme = match.group(1).lower()
+        if scheme not in _SCHEMES:
+            raise InvalidArgument.field("uri", f"scheme {scheme!r} is not one of {', '.join(_SCHEMES)}")
+        if scheme != "file" and not value[len(scheme) + 1:].startswith("//"):
+            raise InvalidArgument.field("uri", "an absolute URI needs '//' after the scheme")
+    elif not value:
+        raise InvalidArgument.field("uri", "must be an absolute URI or a relative path")
+    return value
+
+
+def publish(principal: Principal, req: PublishArtifactRequest) -> dict[str, Any]:
+    """network_publish_artifact (PROTOCOL.md 4.11): ``{artifactId, uri, label, type, taskId, ref}``.
+
+    Raises InvalidArgument (bad uri), NotFound (unknown taskId).
+    """
+    uri = check_uri(req.uri)
+    net = principal.network_id
+    art_id = ids.new_id("art")
+    pk, sk = k.artifact(net, art_id, req.taskId)
+    doc = {"artifactId": art_id, "uri": uri, "label": req.label or uri[:200], "type": req.type, "taskId": req.taskId,
+           "ref": f"relaynet://{net}/artifacts/{art_id}", "publisher": principal.actor, "createdAt": clock.now_iso()}
+    actions = [t.tx_put({"PK": pk, "SK": sk, **doc}, "attribute_not_exists(PK)")]
+    if req.taskId:
+        actions.append(t.tx_check(*k.task(net, req.taskId), "attribute_exists(PK)"))
+    try:
+        t.transact(actions)
+    except t.TransactionCancelled:
+        raise NotFound(f"no task {req.taskId!r} in this network") from None
+    return {key: doc[key] for key in ("artifactId", "uri", "label", "type", "taskId", "ref")}

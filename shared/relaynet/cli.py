@@ -1,0 +1,109 @@
+"""The ``relaynet`` command (PROTOCOL.md 9): ``admin apply|launch``, ``serve``, ``mcp worker``.
+
+Results go to stdout as JSON; logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def _point_at_table(args: argparse.Namespace) -> None:
+    """Configure boto3 for ``--table/--endpoint-url`` or ``--local`` (the running local stack)."""
+    if args.local:
+        state = Path(".relaynet/local.json")
+        if not state.exists():
+            sys.exit("relaynet: no running local stack here (.relaynet/local.json is missing); start `relaynet serve`")
+        info = json.loads(state.read_text())
+        os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = info["dynamodbEndpoint"]
+        os.environ["RELAYNET_TABLE"] = info["table"]
+        for var, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
+                           ("AWS_DEFAULT_REGION", "us-east-1")):
+            os.environ.setdefault(var, value)
+    else:
+        if not args.table:
+            sys.exit("relaynet: give --table NAME (with AWS credentials) or --local")
+        os.environ["RELAYNET_TABLE"] = args.table
+        if args.endpoint_url:
+            os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = args.endpoint_url
+
+
+def _admin(args: argparse.Namespace) -> int:
+    from relaynet import admin
+    from relaynet.errors import RelaynetError
+
+    _point_at_table(args)
+    try:
+        if args.admin_cmd == "apply":
+            result = admin.apply_spec(Path(args.file).read_text())
+        else:
+            result = admin.launch(args.network, args.agent)
+    except RelaynetError as exc:
+        print(json.dumps(exc.envelope(), indent=2), file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from relaynet_local.server import serve
+
+    serve(host=args.host, port=args.port, spec=args.spec, tokens_out=args.tokens_out,
+          sweep_interval=args.sweep_interval, dynamodb_endpoint=args.dynamodb_endpoint,
+          template=args.template, print_mcp_config=args.print_mcp_config)
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from relaynet import mcp_bridge
+
+    mcp_bridge.run(args.surface)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``relaynet`` command."""
+    p = argparse.ArgumentParser(prog="relaynet", description="Relaynet: a coordination hub for AI agents.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    admin = sub.add_parser("admin", help="bootstrap networks, agents and representatives (talks to DynamoDB)")
+    admin.add_argument("--table", help="the DynamoDB table (AWS credentials from the environment)")
+    admin.add_argument("--endpoint-url", help="a DynamoDB endpoint, e.g. DynamoDB Local")
+    admin.add_argument("--local", action="store_true", help="the embedded store of a running `relaynet serve` here")
+    asub = admin.add_subparsers(dest="admin_cmd", required=True)
+    apply = asub.add_parser("apply", help="apply a network spec idempotently; prints created tokens")
+    apply.add_argument("file")
+    launch = asub.add_parser("launch", help="mint one more instance token")
+    launch.add_argument("network")
+    launch.add_argument("agent")
+    admin.set_defaults(func=_admin)
+
+    serve = sub.add_parser("serve", help="run the local stack: the template's routes, embedded DynamoDB, the sweep")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8787)
+    serve.add_argument("--spec", help="a network spec to apply at start")
+    serve.add_argument("--tokens-out", help="where to write the tokens document (default .relaynet/tokens.json)")
+    serve.add_argument("--sweep-interval", type=float, default=5.0, help="seconds between sweep runs (default 5)")
+    serve.add_argument("--dynamodb-endpoint", help="use this DynamoDB instead of the embedded one")
+    serve.add_argument("--template", help="template.yaml to take routes from (default: ./template.yaml)")
+    serve.add_argument("--print-mcp-config", action="store_true", help="print an mcpServers config per instance")
+    serve.set_defaults(func=_serve)
+
+    mcp = sub.add_parser("mcp", help="stdio MCP bridge to the HTTP API (RELAYNET_URL, RELAYNET_TOKEN)")
+    mcp.add_argument("surface", choices=["worker"])
+    mcp.set_defaults(func=_mcp)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``relaynet`` console script."""
+    args = parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

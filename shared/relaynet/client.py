@@ -1,0 +1,464 @@
+"""The Relaynet Python SDK: a thin httpx client for ``POST /v1/tools/<name>`` (PROTOCOL.md 2).
+
+Usage::
+
+    from relaynet.client import RelaynetClient, ApiError
+
+    with RelaynetClient("http://127.0.0.1:8787", "rn_inst_...") as hub:
+        me = hub.whoami()
+        sent = hub.ask("Can you review src/api?", to_agent="reviewer")
+        try:
+            hub.claim("src/api/**")
+        except ApiError as e:
+            if e.reason == "claim_conflict":
+                print(e.details["conflicts"])
+
+Every call answers the hub's JSON object on 2xx and raises :class:`ApiError` otherwise. The
+convenience methods take snake_case Python arguments, send the protocol's camelCase names
+(``to_agent`` -> ``toAgent``) and leave out arguments that are ``None``, so the hub applies its
+defaults. :class:`AsyncRelaynetClient` is the same over ``httpx.AsyncClient`` (the MCP bridge
+uses it); its convenience methods return awaitables.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from collections.abc import Awaitable
+from typing import Any, Generic, TypeVar
+
+import httpx
+
+from relaynet import __version__
+
+__all__ = ["ApiError", "RelaynetClient", "AsyncRelaynetClient", "CREATING_WORKER_TOOLS"]
+
+USER_AGENT = f"relaynet-python/{__version__}"
+
+#: Worker tools that create something and accept an ``Idempotency-Key`` (PROTOCOL.md 2).
+CREATING_WORKER_TOOLS = frozenset(
+    {"network_ask", "network_reply", "network_delegate", "network_publish_artifact"}
+)
+
+# The protocol code an HTTP status stands for, used when an error body is not the envelope
+# (a proxy's HTML page, an API Gateway message, an empty body).
+_STATUS_CODES = {
+    400: "invalid_argument",
+    401: "unauthenticated",
+    403: "permission_denied",
+    404: "not_found",
+    409: "conflict",
+    413: "payload_too_large",
+    429: "rate_limited",
+    500: "internal",
+    502: "unavailable",
+    503: "unavailable",
+    504: "unavailable",
+}
+
+
+class ApiError(Exception):
+    """A tool call that did not answer 2xx, or never got an answer.
+
+    Attributes:
+        status: the HTTP status, or ``0`` when no response arrived (connection refused, DNS
+            failure, timeout).
+        code: the protocol's error code (``invalid_argument``, ``unauthenticated``,
+            ``permission_denied``, ``not_found``, ``conflict``, ``payload_too_large``,
+            ``rate_limited``, ``internal``), or ``unavailable`` when the hub could not be
+            reached or a gateway answered 502/503/504 without an envelope.
+        message: the hub's human-readable message.
+        details: the envelope's ``details`` object or ``None``; e.g. ``{"fields": [{"field",
+            "message"}]}`` for 400, ``{"reason": "claim_conflict", "conflicts": [...]}`` for 409.
+        retry_after: seconds from the ``Retry-After`` header (429, 409 ``in_progress``), or
+            ``None``.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+        self.retry_after = retry_after
+
+    @property
+    def reason(self) -> str | None:
+        """``details.reason`` (set on every 409 ``conflict``), else ``None``."""
+        if isinstance(self.details, dict):
+            reason = self.details.get("reason")
+            return reason if isinstance(reason, str) else None
+        return None
+
+    @property
+    def is_transport_error(self) -> bool:
+        """True when no HTTP response arrived (``status == 0``): safe to retry an idempotent call."""
+        return self.status == 0
+
+    def __repr__(self) -> str:
+        return (
+            f"ApiError(status={self.status!r}, code={self.code!r}, message={self.message!r}, "
+            f"details={self.details!r}, retry_after={self.retry_after!r})"
+        )
+
+
+# --------------------------------------------------------------------------- shared plumbing
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    """``Retry-After`` as seconds: delta-seconds or an HTTP date; ``None`` if absent or bad."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_from_response(response: httpx.Response) -> ApiError:
+    """Build an :class:`ApiError` from a non-2xx response, envelope or not."""
+    status = response.status_code
+    retry_after = _parse_retry_after(response.headers.get("retry-after"))
+    fallback_code = _STATUS_CODES.get(status, "internal" if status >= 500 else "invalid_argument")
+    try:
+        body = response.json()
+    except (ValueError, UnicodeDecodeError):
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        err = body["error"]
+        code = err.get("code") if isinstance(err.get("code"), str) else fallback_code
+        message = err.get("message") if isinstance(err.get("message"), str) else ""
+        details = err.get("details") if isinstance(err.get("details"), dict) else None
+        return ApiError(status, code, message or response.reason_phrase or code, details, retry_after)
+    # Not our envelope: API Gateway's {"message": "..."}, a proxy's HTML, or nothing.
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        message = body["message"]
+    else:
+        text = response.text.strip() if response.content else ""
+        message = text[:500] if text else ""
+    message = message or f"HTTP {status} {response.reason_phrase}".strip()
+    return ApiError(status, fallback_code, message, None, retry_after)
+
+
+def _result_from_response(response: httpx.Response) -> dict[str, Any]:
+    """The JSON object of a response, or raise :class:`ApiError`."""
+    if not response.is_success:
+        raise _error_from_response(response)
+    try:
+        body = response.json()
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError(
+            response.status_code,
+            "internal",
+            f"the hub answered {response.status_code} with a body that is not JSON",
+        ) from None
+    if not isinstance(body, dict):
+        raise ApiError(
+            response.status_code,
+            "internal",
+            f"the hub answered {response.status_code} with JSON that is not an object",
+        )
+    return body
+
+
+def _transport_error(exc: httpx.TransportError, url: str) -> ApiError:
+    """``unavailable`` for a request that got no response."""
+    if isinstance(exc, httpx.TimeoutException):
+        message = f"timed out talking to the Relaynet hub at {url} ({type(exc).__name__})"
+    else:
+        message = f"cannot reach the Relaynet hub at {url}: {exc or type(exc).__name__}"
+    return ApiError(0, "unavailable", message, {"exception": type(exc).__name__})
+
+
+def _headers(token: str | None) -> dict[str, str]:
+    headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
+def _body(arguments: dict[str, Any] | None) -> bytes:
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise TypeError(f"tool arguments must be a dict, not {type(arguments).__name__}")
+    return json.dumps(arguments, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _request_headers(idempotency_key: str | None) -> dict[str, str]:
+    headers = {"Content-Type": "application/json"}
+    if idempotency_key:
+        headers["Idempotency-Key"] = idempotency_key
+    return headers
+
+
+def _args(**kwargs: Any) -> dict[str, Any]:
+    """Drop ``None`` values (the hub applies its defaults to absent arguments)."""
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
+R = TypeVar("R")
+
+
+class _WorkerTools(Generic[R]):
+    """The 12 ``network_*`` tools (PROTOCOL.md 4) over :meth:`call`.
+
+    ``R`` is ``dict`` for the sync client and ``Awaitable[dict]`` for the async one.
+    """
+
+    def call(
+        self, tool: str, arguments: dict[str, Any] | None = None, *, idempotency_key: str | None = None
+    ) -> R:  # pragma: no cover - implemented by the clients
+        raise NotImplementedError
+
+    def whoami(self) -> R:
+        """``network_whoami``: ``{instance, agent, network}``."""
+        return self.call("network_whoami", {})
+
+    def discover(self, resource_key: str | None = None, action: str | None = None) -> R:
+        """``network_discover``: ``{agents, groups, resources, recentTasks}``, plus ``candidates``
+        when ``resource_key`` and/or ``action`` is given. A key that cannot be normalised is 400."""
+        return self.call("network_discover", _args(resourceKey=resource_key, action=action))
+
+    def ask(
+        self,
+        body: str,
+        to_agent: str | None = None,
+        *,
+        to_instance: str | None = None,
+        thread_id: str | None = None,
+        subject: str | None = None,
+        task_id: str | None = None,
+        resource: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> R:
+        """``network_ask``: ``{messageId, threadId, recipients}``. ``to_agent`` is an agent name or
+        group slug; ``to_instance`` wins over it. Unknown recipient/thread/task is 404; a thread
+        the caller is not part of is 403."""
+        return self.call(
+            "network_ask",
+            _args(body=body, toAgent=to_agent, toInstance=to_instance, threadId=thread_id,
+                  subject=subject, taskId=task_id, resource=resource),
+            idempotency_key=idempotency_key,
+        )
+
+    def inbox(self) -> R:
+        """``network_inbox``: ``{messages, more}``; each message is delivered once, oldest first."""
+        return self.call("network_inbox", {})
+
+    def reply(self, thread_id: str, body: str, *, idempotency_key: str | None = None) -> R:
+        """``network_reply``: ``{messageId, threadId, recipients}``; 403 if not a participant."""
+        return self.call("network_reply", _args(threadId=thread_id, body=body), idempotency_key=idempotency_key)
+
+    def delegate(
+        self,
+        objective: str,
+        *,
+        title: str | None = None,
+        acceptance_criteria: list[str] | None = None,
+        to_agent: str | None = None,
+        to_instance: str | None = None,
+        resource: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> R:
+        """``network_delegate``: ``{taskId, state, assignee?}``. Without a target ``resource`` is
+        required (400); an unknown target is 404."""
+        return self.call(
+            "network_delegate",
+            _args(objective=objective, title=title, acceptanceCriteria=acceptance_criteria,
+                  toAgent=to_agent, toInstance=to_instance, resource=resource),
+            idempotency_key=idempotency_key,
+        )
+
+    def task_get(self, task_id: str) -> R:
+        """``network_task_get``: ``{task}`` with history, progress, artifacts and claims."""
+        return self.call("network_task_get", {"taskId": task_id})
+
+    def task_update(self, task_id: str, status: str, reason: str | None = None) -> R:
+        """``network_task_update``: ``{task}``. ``status`` is accepted | working | blocked |
+        completed | failed | cancelled; an illegal move is 409 ``invalid_transition`` with
+        ``details.allowed``."""
+        return self.call("network_task_update", _args(taskId=task_id, status=status, reason=reason))
+
+    def claim(
+        self,
+        scope: str,
+        *,
+        scope_type: str | None = None,
+        resource_id: str | None = None,
+        task_id: str | None = None,
+        ttl_seconds: int | None = None,
+    ) -> R:
+        """``network_claim``: ``{claimId, scopeType, scope, resourceId, taskId, expiresAt,
+        fencingToken}``. An overlapping claim of another instance is 409 ``claim_conflict`` with
+        ``details.conflicts``."""
+        return self.call(
+            "network_claim",
+            _args(scope=scope, scopeType=scope_type, resourceId=resource_id, taskId=task_id,
+                  ttlSeconds=ttl_seconds),
+        )
+
+    def release(self, claim_id: str) -> R:
+        """``network_release``: ``{claimId, released, reason?}``; 403 unless the holder."""
+        return self.call("network_release", {"claimId": claim_id})
+
+    def publish_artifact(
+        self,
+        uri: str,
+        *,
+        label: str | None = None,
+        type: str | None = None,  # noqa: A002 - the protocol's name
+        task_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> R:
+        """``network_publish_artifact``: ``{artifactId, uri, label, type, taskId, ref}``."""
+        return self.call(
+            "network_publish_artifact",
+            _args(uri=uri, label=label, type=type, taskId=task_id),
+            idempotency_key=idempotency_key,
+        )
+
+    def register_capabilities(self, capabilities: list[dict[str, Any]]) -> R:
+        """``network_register_capabilities``: ``{registered, count}``. ``capabilities`` is a list
+        of ``{"id", "name", "description"?}`` that replaces this instance's declaration."""
+        return self.call("network_register_capabilities", {"capabilities": list(capabilities)})
+
+
+# --------------------------------------------------------------------------- the clients
+
+
+class RelaynetClient(_WorkerTools[dict[str, Any]]):
+    """Synchronous client of one Relaynet hub.
+
+    Args:
+        url: the hub's base URL, e.g. ``http://127.0.0.1:8787`` or the API Gateway stage URL.
+        token: an ``rn_inst_`` or ``rn_rep_`` token; ``None`` sends no ``Authorization`` header
+            (only ``health()`` works without one).
+        timeout: seconds per request (connect, read, write).
+        transport: an ``httpx.BaseTransport`` (e.g. ``httpx.MockTransport`` in tests).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self._http = httpx.Client(
+            base_url=self.url, headers=_headers(token), timeout=timeout, transport=transport
+        )
+
+    def call(
+        self, tool: str, arguments: dict[str, Any] | None = None, *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """``POST {url}/v1/tools/{tool}`` with ``arguments`` (``{}`` when ``None``) as JSON.
+
+        Args:
+            tool: the tool name, e.g. ``network_ask``.
+            arguments: the tool's arguments, named as the protocol names them (camelCase).
+            idempotency_key: sent as ``Idempotency-Key``; a retry with the same key and body
+                within an hour answers the first response (creating tools only).
+
+        Returns:
+            The response's JSON object.
+
+        Raises:
+            ApiError: non-2xx (fields from the error envelope), a 2xx body that is not a JSON
+                object (``internal``), or no response at all (``status=0``, ``unavailable``).
+        """
+        try:
+            response = self._http.post(
+                f"/v1/tools/{tool}", content=_body(arguments), headers=_request_headers(idempotency_key)
+            )
+        except httpx.TransportError as exc:
+            raise _transport_error(exc, self.url) from exc
+        return _result_from_response(response)
+
+    def health(self) -> dict[str, Any]:
+        """``GET /v1/health``: ``{"status": "ok", "version": ...}``. Raises :class:`ApiError`."""
+        try:
+            response = self._http.get("/v1/health")
+        except httpx.TransportError as exc:
+            raise _transport_error(exc, self.url) from exc
+        return _result_from_response(response)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> "RelaynetClient":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class AsyncRelaynetClient(_WorkerTools[Awaitable[dict[str, Any]]]):
+    """Asynchronous client (``httpx.AsyncClient``); same arguments and errors as
+    :class:`RelaynetClient`. Convenience methods return awaitables: ``await hub.inbox()``."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        *,
+        timeout: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.token = token
+        self._http = httpx.AsyncClient(
+            base_url=self.url, headers=_headers(token), timeout=timeout, transport=transport
+        )
+
+    async def call(  # type: ignore[override]
+        self, tool: str, arguments: dict[str, Any] | None = None, *, idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """As :meth:`RelaynetClient.call`, awaited."""
+        try:
+            response = await self._http.post(
+                f"/v1/tools/{tool}", content=_body(arguments), headers=_request_headers(idempotency_key)
+            )
+        except httpx.TransportError as exc:
+            raise _transport_error(exc, self.url) from exc
+        return _result_from_response(response)
+
+    async def health(self) -> dict[str, Any]:
+        """``GET /v1/health``. Raises :class:`ApiError`."""
+        try:
+            response = await self._http.get("/v1/health")
+        except httpx.TransportError as exc:
+            raise _transport_error(exc, self.url) from exc
+        return _result_from_response(response)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    close = aclose
+
+    async def __aenter__(self) -> "AsyncRelaynetClient":
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -1,0 +1,1 @@
+"""HTTP glue: API Gateway events in, the protocol's JSON and error envelope out (PROTOCOL.md 2)."""

@@ -1,0 +1,130 @@
+"""Arguments of the 12 ``network_*`` tools (PROTOCOL.md 4), camelCase as the protocol spells them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional
+
+from pydantic import Field, field_validator
+
+from relaynet.models.common import (
+    Body,
+    Criterion,
+    Id,
+    Name,
+    Objective,
+    Request,
+    ResourceKey,
+    Scope,
+    Short,
+)
+
+TaskStatus = Literal["accepted", "working", "blocked", "completed", "failed", "cancelled"]
+ArtifactType = Literal["pull_request", "commit", "package", "test_report", "document", "file", "json", "other"]
+
+
+class WhoamiRequest(Request):
+    """network_whoami takes no arguments (PROTOCOL.md 4.1)."""
+
+
+class DiscoverRequest(Request):
+    """network_discover (PROTOCOL.md 4.2): with either argument, ``candidates`` are added."""
+
+    resourceKey: Optional[ResourceKey] = Field(None, description="Only agents responsible for this resource")
+    action: Optional[Annotated[str, Field(min_length=1, max_length=64)]] = Field(None, description="Only agents whose responsibilities list this action, e.g. implement or review")
+
+
+class AskRequest(Request):
+    """network_ask (PROTOCOL.md 4.3). ``toInstance`` wins over ``toAgent``."""
+
+    body: Body
+    toAgent: Optional[Name] = Field(None, description="An agent name or a group slug")
+    toInstance: Optional[Id("inst", "an instance id")] = None
+    threadId: Optional[Id("thr", "a thread id to continue")] = None
+    subject: Optional[Short] = None
+    taskId: Optional[Id("task", "a task this ask is about")] = None
+    resource: Optional[ResourceKey] = None
+
+
+class InboxRequest(Request):
+    """network_inbox takes no arguments (PROTOCOL.md 4.4)."""
+
+
+class ReplyRequest(Request):
+    """network_reply (PROTOCOL.md 4.5)."""
+
+    threadId: Id("thr", "the thread to reply in")
+    body: Body
+
+
+class DelegateRequest(Request):
+    """network_delegate (PROTOCOL.md 4.6). Without a target, ``resource`` is required."""
+
+    objective: Objective
+    title: Optional[Short] = None
+    acceptanceCriteria: Optional[Annotated[list[Criterion], Field(max_length=20)]] = Field(None, description="At most 20 checks of 1 KiB each that define done")
+    toAgent: Optional[Name] = Field(None, description="An agent name or a group slug")
+    toInstance: Optional[Id("inst", "a specific instance")] = None
+    resource: Optional[ResourceKey] = None
+
+
+class TaskGetRequest(Request):
+    """network_task_get (PROTOCOL.md 4.7)."""
+
+    taskId: Id("task", "the task")
+
+
+class TaskUpdateRequest(Request):
+    """network_task_update (PROTOCOL.md 4.8). ``reason`` is required for blocked, completed, failed."""
+
+    taskId: Id("task", "the task")
+    status: TaskStatus
+    reason: Optional[Annotated[str, Field(max_length=8192)]] = Field(None, description="Why; for completed, the evidence")
+
+
+class ClaimRequest(Request):
+    """network_claim (PROTOCOL.md 4.9)."""
+
+    scope: Scope
+    scopeType: Literal["path", "task", "resource"] = "path"
+    resourceId: Optional[ResourceKey] = None
+    taskId: Optional[Id("task", "the task this claim serves")] = None
+    ttlSeconds: Annotated[int, Field(ge=1, le=86400)] = 3600
+
+
+class ReleaseRequest(Request):
+    """network_release (PROTOCOL.md 4.10)."""
+
+    claimId: Id("clm", "the claim to release")
+
+
+class PublishArtifactRequest(Request):
+    """network_publish_artifact (PROTOCOL.md 4.11)."""
+
+    uri: Annotated[str, Field(min_length=1, max_length=2048)]
+    label: Optional[Short] = None
+    type: ArtifactType = "other"
+    taskId: Optional[Id("task", "the task this artifact belongs to")] = None
+
+
+class CapabilityDecl(Request):
+    """One self-declared capability (PROTOCOL.md 4.12)."""
+
+    id: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")]
+    name: Annotated[str, Field(min_length=1, max_length=64)]
+    description: Optional[Annotated[str, Field(max_length=500)]] = None
+
+
+class RegisterCapabilitiesRequest(Request):
+    """network_register_capabilities (PROTOCOL.md 4.12): replaces this instance's declaration."""
+
+    capabilities: Annotated[list[CapabilityDecl], Field(max_length=20)]
+
+    @field_validator("capabilities")
+    @classmethod
+    def _unique_ids(cls, caps: list[CapabilityDecl]) -> list[CapabilityDecl]:
+        seen: set[str] = set()
+        for cap in caps:
+            if cap.id in seen:
+                raise ValueError(f"duplicate capability id {cap.id!r}")
+            seen.add(cap.id)
+        return caps

@@ -1,0 +1,303 @@
+"""The DynamoDB client, the item codec and the table primitives every store module uses.
+
+One low-level client per container (created on first use, so importing costs nothing), the
+table name from ``RELAYNET_TABLE``, and the endpoint from boto3's own ``AWS_ENDPOINT_URL_DYNAMODB``
+(so the local stack needs no special code). Items cross this boundary as plain Python dicts:
+numbers come back as ``int`` (or ``float``), string sets as ``set``.
+"""
+
+from __future__ import annotations
+
+import functools
+from decimal import Decimal
+from typing import Any, Iterable, Iterator
+
+import boto3
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from relaynet.config import settings
+
+_ser = TypeSerializer()
+_de = TypeDeserializer()
+
+MAX_TRANSACT_ITEMS = 100  # DynamoDB's limit for one TransactWriteItems
+
+
+@functools.lru_cache(maxsize=1)
+def client():
+    """The process-wide DynamoDB client (one per Lambda container)."""
+    return boto3.client(
+        "dynamodb",
+        config=Config(retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=2, read_timeout=10),
+    )
+
+
+def table_name() -> str:
+    """The table every item lives in (``RELAYNET_TABLE``)."""
+    return settings().table_name
+
+
+def reset() -> None:
+    """Forget the cached client and settings (tests that switch endpoints or tables)."""
+    client.cache_clear()
+    settings.cache_clear()
+
+
+def _norm(value: Any) -> Any:
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {k: _norm(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_norm(v) for v in value]
+    return value
+
+
+def _py(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _py(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_py(v) for v in value]
+    if isinstance(value, set):
+        return {_py(v) for v in value}
+    return value
+
+
+def encode(item: dict[str, Any]) -> dict[str, Any]:
+    """A Python dict to DynamoDB's typed JSON; ``None`` values are dropped."""
+    return {k: _ser.serialize(_norm(v)) for k, v in item.items() if v is not None}
+
+
+def encode_value(value: Any) -> dict[str, Any]:
+    """One Python value to DynamoDB's typed JSON (for expression attribute values)."""
+    return _ser.serialize(_norm(value))
+
+
+def decode(item: dict[str, Any] | None) -> dict[str, Any] | None:
+    """DynamoDB's typed JSON to a Python dict (numbers as int/float)."""
+    if item is None:
+        return None
+    return {k: _py(_de.deserialize(v)) for k, v in item.items()}
+
+
+def values(**kwargs: Any) -> dict[str, Any]:
+    """``values(now=1)`` -> ``{":now": {"N": "1"}}`` for ExpressionAttributeValues."""
+    return {f":{k}": encode_value(v) for k, v in kwargs.items()}
+
+
+def key(pk: str, sk: str) -> dict[str, Any]:
+    """The typed primary key ``{"PK": .., "SK": ..}``."""
+    return {"PK": {"S": pk}, "SK": {"S": sk}}
+
+
+def get(pk: str, sk: str, consistent: bool = True) -> dict[str, Any] | None:
+    """One item by primary key, or None."""
+    resp = client().get_item(TableName=table_name(), Key=key(pk, sk), ConsistentRead=consistent)
+    return decode(resp.get("Item"))
+
+
+def batch_get(keys: Iterable[tuple[str, str]], consistent: bool = True) -> dict[tuple[str, str], dict[str, Any]]:
+    """Up to 100 items by primary key in one request (unprocessed keys are retried).
+
+    Returns ``{(pk, sk): item}`` for the items that exist.
+    """
+    wanted = list(dict.fromkeys(keys))
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for start in range(0, len(wanted), 100):
+        req = {table_name(): {"Keys": [key(pk, sk) for pk, sk in wanted[start:start + 100]], "ConsistentRead": consistent}}
+        while req:
+            resp = client().batch_get_item(RequestItems=req)
+            for raw in resp.get("Responses", {}).get(table_name(), []):
+                item = decode(raw)
+                out[(item["PK"], item["SK"])] = item
+            req = resp.get("UnprocessedKeys") or None
+    return out
+
+
+def query(
+    pk: str,
+    *,
+    sk_prefix: str | None = None,
+    sk_gt: str | None = None,
+    sk_between: tuple[str, str] | None = None,
+    index: str | None = None,
+    forward: bool = True,
+    limit: int | None = None,
+    consistent: bool = True,
+    filter_expr: str | None = None,
+    filter_values: dict[str, Any] | None = None,
+    filter_names: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Items of one partition, in sort-key order, following pages until ``limit`` items.
+
+    ``index`` names a GSI (``GSI1``/``GSI2``: keys ``GSIxPK``/``GSIxSK``; never consistent).
+    """
+    pk_attr, sk_attr = ("PK", "SK") if index is None else (f"{index}PK", f"{index}SK")
+    cond = "#pk = :pk"
+    names = {"#pk": pk_attr}
+    vals: dict[str, Any] = {":pk": {"S": pk}}
+    if sk_prefix is not None:
+        cond += " AND begins_with(#sk, :skp)"
+        names["#sk"] = sk_attr
+        vals[":skp"] = {"S": sk_prefix}
+    elif sk_gt is not None:
+        cond += " AND #sk > :skg"
+        names["#sk"] = sk_attr
+        vals[":skg"] = {"S": sk_gt}
+    elif sk_between is not None:
+        cond += " AND #sk BETWEEN :ska AND :skb"
+        names["#sk"] = sk_attr
+        vals[":ska"] = {"S": sk_between[0]}
+        vals[":skb"] = {"S": sk_between[1]}
+    kwargs: dict[str, Any] = {
+        "TableName": table_name(),
+        "KeyConditionExpression": cond,
+        "ScanIndexForward": forward,
+    }
+    if index is not None:
+        kwargs["IndexName"] = index
+    else:
+        kwargs["ConsistentRead"] = consistent
+    if filter_expr:
+        kwargs["FilterExpression"] = filter_expr
+        vals.update(filter_values or {})
+        names.update(filter_names or {})
+    kwargs["ExpressionAttributeNames"] = names
+    kwargs["ExpressionAttributeValues"] = vals
+    items: list[dict[str, Any]] = []
+    for item in _pages(kwargs, limit):
+        items.append(item)
+        if limit is not None and len(items) >= limit:
+            break
+    return items
+
+
+def _pages(kwargs: dict[str, Any], limit: int | None) -> Iterator[dict[str, Any]]:
+    while True:
+        if limit is not None:
+            kwargs["Limit"] = max(limit, 1)
+        resp = client().query(**kwargs)
+        for raw in resp.get("Items", []):
+            yield decode(raw)
+        lek = resp.get("LastEvaluatedKey")
+        if not lek:
+            return
+        kwargs["ExclusiveStartKey"] = lek
+
+
+def put(item: dict[str, Any], condition: str | None = None, /, **cond_values: Any) -> bool:
+    """Put an item; with ``condition``, a conditional write. Returns False if the condition failed."""
+    kwargs: dict[str, Any] = {"TableName": table_name(), "Item": encode(item)}
+    if condition:
+        kwargs["ConditionExpression"] = condition
+        if cond_values:
+            kwargs["ExpressionAttributeValues"] = values(**cond_values)
+    try:
+        client().put_item(**kwargs)
+        return True
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            return False
+        raise
+
+
+def update(
+    pk: str,
+    sk: str,
+    expr: str,
+    /,
+    *,
+    condition: str | None = None,
+    names: dict[str, str] | None = None,
+    return_new: bool = False,
+    **vals: Any,
+) -> dict[str, Any] | None | bool:
+    """An UpdateItem. Returns the new item (``return_new``), True, or False if the condition failed."""
+    kwargs: dict[str, Any] = {"TableName": table_name(), "Key": key(pk, sk), "UpdateExpression": expr}
+    if condition:
+        kwargs["ConditionExpression"] = condition
+    if names:
+        kwargs["ExpressionAttributeNames"] = names
+    if vals:
+        kwargs["ExpressionAttributeValues"] = values(**vals)
+    if return_new:
+        kwargs["ReturnValues"] = "ALL_NEW"
+    try:
+        resp = client().update_item(**kwargs)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            return False
+        raise
+    return decode(resp.get("Attributes")) if return_new else True
+
+
+class TransactionCancelled(Exception):
+    """A TransactWriteItems was cancelled; ``reasons`` holds one code per item (``None`` = fine)."""
+
+    def __init__(self, reasons: list[str | None]):
+        super().__init__(f"transaction cancelled: {reasons}")
+        self.reasons = reasons
+
+
+def tx_put(item: dict[str, Any], condition: str | None = None, /, names: dict[str, str] | None = None, **vals: Any) -> dict[str, Any]:
+    """A ``Put`` action for :func:`transact`."""
+    action: dict[str, Any] = {"TableName": table_name(), "Item": encode(item)}
+    _cond(action, condition, names, vals)
+    return {"Put": action}
+
+
+def tx_update(pk: str, sk: str, expr: str, condition: str | None = None, /, names: dict[str, str] | None = None, **vals: Any) -> dict[str, Any]:
+    """An ``Update`` action for :func:`transact`."""
+    action: dict[str, Any] = {"TableName": table_name(), "Key": key(pk, sk), "UpdateExpression": expr}
+    _cond(action, condition, names, vals)
+    return {"Update": action}
+
+
+def tx_delete(pk: str, sk: str, condition: str | None = None, /, names: dict[str, str] | None = None, **vals: Any) -> dict[str, Any]:
+    """A ``Delete`` action for :func:`transact`."""
+    action: dict[str, Any] = {"TableName": table_name(), "Key": key(pk, sk)}
+    _cond(action, condition, names, vals)
+    return {"Delete": action}
+
+
+def tx_check(pk: str, sk: str, condition: str, /, names: dict[str, str] | None = None, **vals: Any) -> dict[str, Any]:
+    """A ``ConditionCheck`` action for :func:`transact`."""
+    action: dict[str, Any] = {"TableName": table_name(), "Key": key(pk, sk)}
+    _cond(action, condition, names, vals)
+    return {"ConditionCheck": action}
+
+
+def _cond(action: dict[str, Any], condition: str | None, names: dict[str, str] | None, vals: dict[str, Any]) -> None:
+    if condition:
+        action["ConditionExpression"] = condition
+    if names:
+        action["ExpressionAttributeNames"] = names
+    if vals:
+        action["ExpressionAttributeValues"] = values(**vals)
+
+
+def transact(actions: list[dict[str, Any]], token: str | None = None) -> None:
+    """One TransactWriteItems (at most 100 actions): all or nothing.
+
+    Raises :class:`TransactionCancelled` with per-action reasons when a condition failed or the
+    transaction conflicted with another one. ``token`` is DynamoDB's ClientRequestToken.
+    """
+    if len(actions) > MAX_TRANSACT_ITEMS:
+        raise ValueError(f"a transaction holds at most {MAX_TRANSACT_ITEMS} actions, got {len(actions)}")
+    kwargs: dict[str, Any] = {"TransactItems": actions}
+    if token:
+        kwargs["ClientRequestToken"] = token
+    try:
+        client().transact_write_items(**kwargs)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "TransactionCanceledException":
+            raise
+        reasons = [
+            (r.get("Code") if r.get("Code") not in (None, "None") else None)
+            for r in exc.response.get("CancellationReasons", [])
+        ]
+        raise TransactionCancelled(reasons) from exc

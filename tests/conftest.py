@@ -1,0 +1,85 @@
+"""Shared fixtures: moto's DynamoDB with the table built from template.yaml, and a demo network.
+
+Domain tests run in-process on moto (``mock_aws``); races use moto's server; end-to-end tests
+start `relaynet serve` (see tests/e2e).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = ROOT / "template.yaml"
+DEMO_SPEC = (ROOT / "examples" / "demo-network.yaml").read_text()
+
+os.environ.update(
+    AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_SESSION_TOKEN="testing",
+    AWS_DEFAULT_REGION="us-east-1", RELAYNET_TABLE="relaynet-test", POWERTOOLS_LOG_LEVEL="WARNING",
+)
+os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+
+
+@pytest.fixture
+def table():
+    """A fresh moto DynamoDB table (schema from template.yaml) for one test."""
+    import boto3
+    from moto import mock_aws
+
+    from relaynet.store import table as t
+    from relaynet_local.template import create_table
+
+    with mock_aws():
+        t.reset()
+        create_table(boto3.client("dynamodb"), TEMPLATE, "relaynet-test")
+        yield
+        t.reset()
+
+
+@dataclass
+class Net:
+    """An applied spec: ``tokens`` as admin apply printed them, principals by ``agent`` + index."""
+
+    tokens: dict
+    principals: dict
+    network_id: str
+
+    def token(self, key: str) -> str:
+        agent, n = key.rstrip("0123456789"), int(key[len(key.rstrip("0123456789")):] or 0)
+        return self.tokens["networks"][self.name]["instances"][agent][n]["token"]
+
+    @property
+    def name(self) -> str:
+        return next(iter(self.tokens["networks"]))
+
+
+def apply(spec: str) -> Net:
+    """Apply ``spec`` and resolve every instance token to its principal (``planner0``, ``coder1``)."""
+    from relaynet import admin, identity
+
+    tokens = admin.apply_spec(spec)
+    name = next(iter(tokens["networks"]))
+    principals = {}
+    for agent, insts in tokens["networks"][name]["instances"].items():
+        for n, inst in enumerate(insts):
+            principals[f"{agent}{n}"] = identity.authorize(inst["token"])
+    return Net(tokens, principals, tokens["networks"][name]["networkId"])
+
+
+@pytest.fixture
+def demo(table) -> Net:
+    """The demo network of examples/demo-network.yaml on a fresh table."""
+    return apply(DEMO_SPEC)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings():
+    """Settings are cached per process; a test that changes the environment gets them re-read."""
+    from relaynet.config import settings
+
+    settings.cache_clear()
+    yield
+    settings.cache_clear()
