@@ -74,6 +74,9 @@ OVERLAP_EXAMPLES = [
     (".?", "?.", False, "paths have no '..' segment, the only string both match"),
     ("[.]", "**", False, "[.] could only match a '.' segment, which no path has"),
     (".*", "*.", True, "'...' is a valid segment both match"),
+    ("[.][.][.]", "*", True, "'...' is a valid segment"),
+    ("[.][.]", "*", False, "'..' is not"),
+    ("[!ab]", "[!.]", True, "classes range over every character but /, not just the ones named"),
 ]
 
 
@@ -206,6 +209,13 @@ def test_compiled_representation_has_the_documented_shape() -> None:
     assert pickle.loads(pickle.dumps(p)) == p
 
 
+def test_empty_alternatives_vanish_and_the_trailing_slash_rule_is_for_the_whole_scope() -> None:
+    assert not overlaps("x/{,a}", "x/b")  # x or x/a, not x/**
+    assert overlaps("x/{,a}", "x") and overlaps("x/{,a}", "x/a")
+    assert overlaps("{,a}", "b/c")  # an empty alternative is the whole tree
+    assert overlaps("{a,b}/", "b/c")
+
+
 def test_braces_expand_before_splitting_and_nest() -> None:
     p = compile_scope("{a/{b,c},d}/e")
     assert [tuple("".join(s) if s is not DOUBLESTAR else "**" for s in alt) for alt in p.alternatives] == [
@@ -229,7 +239,7 @@ def test_negated_classes_are_exact_over_unicode() -> None:
 
 # ---------------------------------------------------------------------------- the brute-force oracle
 
-ALPHABET = "ab."
+ALPHABET = "ab.c"  # c stands for every character no generated pattern names
 MAX_SEGMENT_CHARS = 2  # char-consuming tokens per generated segment
 SEGMENT_LENGTH = 2 * MAX_SEGMENT_CHARS + 1
 SEGMENTS = [
@@ -240,7 +250,7 @@ SEGMENTS = [
 ]
 
 ATOMS = [
-    "a", "b", ".", "*", "?", "[ab]", "[!a]", "[a-b]", "[!.]",
+    "a", "b", ".", "*", "?", "[ab]", "[!a]", "[a-b]", "[!.]", "[!ab]", "[.]", "[!b.]",
     "{a,b}", "{a,.}", "{*,b}", "{,a}", "{a/b,b}", "{[ab],?}",
 ]  # fmt: skip
 
@@ -266,14 +276,17 @@ def oracle_expand(pattern: str) -> list[str]:
 
 
 def oracle_alternatives(pattern: str) -> list[list[str]]:
-    """Each alternative normalised as a scope: a list of segments, ``**`` for doublestar."""
+    """The alternatives as lists of segments (``**`` for doublestar): a trailing ``/`` of the
+    trimmed scope means ``/**``; then expand braces; then in each alternative empty and
+    ``.`` segments vanish, and one with no segment left is the whole tree."""
+    pattern = pattern.strip()
+    if pattern.endswith("/"):
+        pattern += "**"
     out = []
-    for alt in oracle_expand(pattern.strip()):
+    for alt in oracle_expand(pattern):
         segs = [s for s in alt.split("/") if s not in ("", ".")]
         if ".." in segs:
             raise _OracleError("..")
-        if alt.endswith("/") and segs:
-            segs.append("**")
         out.append(segs or ["**"])
     return out
 
@@ -365,7 +378,7 @@ def test_overlap_agrees_with_the_brute_force_oracle(a: str, b: str) -> None:
 
     The oracle only looks at paths of at most ``max(1, fixed(A) + fixed(B))`` segments
     (``fixed`` = segments other than ``**``) of at most SEGMENT_LENGTH = 5 characters over
-    ``ab.``. Why no witness is missed, given a common path of one alternative of each side:
+    ``ab.c``. Why no witness is missed, given a common path of one alternative of each side:
 
     * Depth: fix the two matchings of the path. A path segment matched by ``**`` on both
       sides can be deleted and both still match; every other segment is matched by a fixed
@@ -378,10 +391,9 @@ def test_overlap_agrees_with_the_brute_force_oracle(a: str, b: str) -> None:
       characters remain. If that leaves ``''``, ``.`` or ``..`` (not valid names), put back
       one star-star character as ``a``: at most 5. Generated segments have at most
       MAX_SEGMENT_CHARS = 2 char tokens (asserted in the oracle).
-    * Alphabet: every non-empty intersection of the generated character sets (``a``, ``b``,
-      ``.``, ``?``, ``[ab]``, ``[!a]``, ``[a-b]``, ``[!.]``) contains ``a``, ``b`` or ``.``, and
-      a non-dot character whenever it contains one at all, so each character can be replaced
-      by one of ``ab.`` without changing whether it is a dot.
+    * Alphabet: the generated patterns name only ``a``, ``b`` and ``.``, so replacing every
+      other character of a witness by ``c`` keeps it in every token's character set and keeps
+      dots and non-dots apart: the witness stays a witness over ``ab.c``.
 
     Hence "no witness within the bound" really means "no overlap", and the assertion is
     exact equality, over every generated pair.

@@ -149,7 +149,7 @@ def test_unknown_route_and_wrong_method_are_404(http):
 
 
 def test_handler_crash_is_500_without_leaking(http, caplog):
-    with caplog.at_level("ERROR", logger="relaynet_local"):
+    with caplog.at_level("ERROR", logger="local_stack"):
         response = http.post("/v1/tools/crash", json={}, headers=GOOD)
     assert response.status_code == 500
     assert response.json() == {"error": {"code": "internal", "message": "internal error"}}

@@ -4,7 +4,7 @@ What it does, in the order :meth:`LocalStack.start` does it:
 
 1. Reads the template (:mod:`relaynet_local.template`).
 2. Starts moto's DynamoDB server on ``127.0.0.1`` and a free port, unless a
-   ``dynamodb_endpoint`` is given.
+   ``dynamodb_endpoint`` is given. It starts empty (moto's in-process state is reset).
 3. Sets ``os.environ`` *before any handler is loaded*: ``AWS_ENDPOINT_URL_DYNAMODB``,
    ``AWS_DEFAULT_REGION`` and (for moto) dummy credentials, ``RELAYNET_TABLE``, the template's
    ``Globals.Function.Environment`` (parameter defaults; variables already set in the
@@ -33,8 +33,10 @@ What it does, in the order :meth:`LocalStack.start` does it:
 7. Writes ``<state_dir>/local.json``: ``{"url", "dynamodbEndpoint", "table", "pid"}`` (removed
    again by :meth:`LocalStack.stop`).
 
-Logs go to the ``relaynet_local`` logger (stderr under :func:`serve`): one line per request,
-``METHOD PATH STATUS MSms``.
+Logs go to the ``local_stack`` logger (stderr under :func:`serve`): one line per request,
+``METHOD PATH STATUS MSms``. (Its name must not contain "relaynet": the Powertools Logger of
+service ``relaynet`` filters every logger whose name contains its service out of the root
+handlers.)
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import signal
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -59,7 +62,7 @@ from relaynet_local.template import Function, Route, Template, create_table, fin
 
 __all__ = ["LocalStack", "serve", "write_tokens", "mcp_config_text", "MAX_BODY_BYTES"]
 
-log = logging.getLogger("relaynet_local")
+log = logging.getLogger("local_stack")
 
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway HTTP API payload limit
 _HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive"}
@@ -297,6 +300,7 @@ class LocalStack:
         self.host, self.port = host, port
         self.template_path = find_template(template)
         self.sweep_interval = sweep_interval
+        self._given_endpoint = dynamodb_endpoint
         self.dynamodb_endpoint = dynamodb_endpoint
         self.table = table
         self.state_dir = Path(state_dir).resolve() if state_dir is not None else None
@@ -316,8 +320,9 @@ class LocalStack:
 
     def start(self) -> "LocalStack":
         """Bring everything up (see the module docstring); returns ``self``."""
+        self._stopping.clear()
         try:
-            if self.dynamodb_endpoint is None:
+            if self._given_endpoint is None:
                 from moto.server import ThreadedMotoServer
 
                 logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -325,6 +330,9 @@ class LocalStack:
                 self._moto.start()
                 host, port = self._moto.get_host_and_port()
                 self.dynamodb_endpoint = f"http://{host}:{port}"
+                # moto keeps its state per process: start empty, like a fresh `relaynet serve`
+                urllib.request.urlopen(urllib.request.Request(
+                    f"{self.dynamodb_endpoint}/moto-api/reset", method="POST"), timeout=10).close()
             self._set_environment()
             lambdas.clear_cache()  # a new stack is a new deployment: every container starts cold
             self._ensure_table()
@@ -572,7 +580,23 @@ def serve(host: str = "127.0.0.1", port: int = 8787, spec: str | os.PathLike[str
     tokens, else from an existing ``tokens_out`` file). Finally prints
     ``Relaynet hub listening on <url>`` to stdout: once it appears, the tokens file is written.
     Raises ``OSError`` when the port is taken, and whatever applying the spec raises.
+
+    stdout carries only those lines: while serving, ``sys.stdout`` points at stderr, so what
+    handlers print (the Powertools Logger writes to stdout, as Lambda expects) goes to stderr.
     """
+    out = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        _serve(out, host, port, spec, tokens_out, sweep_interval, dynamodb_endpoint, template,
+               print_mcp_config, table)
+    finally:
+        sys.stdout = out
+
+
+def _serve(out: Any, host: str, port: int, spec: str | os.PathLike[str] | None,
+           tokens_out: str | os.PathLike[str] | None, sweep_interval: float,
+           dynamodb_endpoint: str | None, template: str | os.PathLike[str] | None,
+           print_mcp_config: bool, table: str) -> None:
     _configure_logging()
     stop = threading.Event()
     previous: dict[int, Any] = {}
@@ -593,10 +617,10 @@ def serve(host: str = "127.0.0.1", port: int = 8787, spec: str | os.PathLike[str
             tokens = json.loads(tokens_path.read_text(encoding="utf-8"))
         if print_mcp_config:
             if tokens:
-                print(mcp_config_text(tokens, stack.url), flush=True)
+                print(mcp_config_text(tokens, stack.url), file=out, flush=True)
             else:
                 log.warning("no tokens to print MCP configurations for (use a spec)")
-        print(f"Relaynet hub listening on {stack.url}", flush=True)
+        print(f"Relaynet hub listening on {stack.url}", file=out, flush=True)
         while not stop.wait(0.5):
             pass
         log.info("shutting down")

@@ -18,9 +18,11 @@ Semantics (PROTOCOL.md 8)
   ``a**b``, is just ``*``; so is a ``***`` segment.
 * There are **no escapes**: ``\\`` is an ordinary character, and ``]`` cannot be put in a
   class (``[]`` is an empty class, an error). ``,`` and ``}`` outside braces are literal.
-* Braces are expanded on the whole string before it is split into segments, so
-  alternatives may hold ``/`` (``{src,lib}/**``). Each alternative is then normalised like a
-  scope of its own (``x/{,a}`` is ``x/**`` or ``x/a``; ``{a,.}/b`` is ``a/b`` or ``b``).
+* Braces are expanded on the whole (normalised) string before it is split into segments,
+  so alternatives may hold ``/`` (``{src,lib}/**``). Within an alternative, empty and ``.``
+  segments vanish as in normalisation, and an alternative left with no segment is the
+  whole tree: ``x/{,a}`` is ``x`` or ``x/a``; ``{a,.}/b`` is ``a/b`` or ``b``; ``{,a}`` is
+  ``**``. The trailing-``/`` rule applies to the scope as written, not to alternatives.
 * Paths consist of one or more segments; a segment is a non-empty string without ``/``
   that is not ``.`` or ``..`` (those never survive normalisation). Consequently ``[.]``
   matches no path and ``.?`` and ``?.`` do not overlap (their only common string is
@@ -213,7 +215,9 @@ class Pattern:
             return True
         if not isinstance(other, Pattern):
             return NotImplemented
-        return self._hash == other._hash and self.alternatives == other.alternatives
+        if self._hash != other._hash:
+            return False
+        return self.scope == other.scope or self.alternatives == other.alternatives
 
     def __hash__(self) -> int:
         return self._hash
@@ -430,14 +434,13 @@ def _expand(s: str) -> list[tuple]:
 
 
 def _assemble(items: tuple, scope: str) -> Alternative:
-    """Split one expanded alternative into segments and normalise it like a scope."""
+    """Split one expanded alternative into segments; drop empty and ``.`` segments."""
     raw: list[list] = [[]]
     for it in items:
         if it == "/":
             raw.append([])
         else:
             raw[-1].append(it)
-    trailing = len(raw) > 1 and not raw[-1]
     segs: list[Segment] = []
     for r in raw:
         if not r or r == ["."]:
@@ -456,8 +459,6 @@ def _assemble(items: tuple, scope: str) -> Alternative:
             else:
                 toks.append(it)
         segs.append(tuple(toks))
-    if trailing and segs and segs[-1] is not DOUBLESTAR:
-        segs.append(DOUBLESTAR)
     return tuple(segs) if segs else (DOUBLESTAR,)
 
 
@@ -636,7 +637,7 @@ def _seg_overlap(p: tuple, q: tuple) -> bool:
 class _AltInfo:
     """Precomputed masks for one alternative used as the column side of the segment product."""
 
-    __slots__ = ("segs", "n", "star", "ne", "star_mask", "ne_mask", "dmasks", "has_ds", "literal")
+    __slots__ = ("segs", "n", "star", "ne", "star_mask", "ne_mask", "dmasks", "has_ds")
 
     def __init__(self, alt: tuple):
         self.segs = alt
@@ -647,7 +648,6 @@ class _AltInfo:
         self.star_mask = sum(1 << j for j, st in enumerate(self.star) if st)
         self.ne_mask = sum(1 << j for j, ne in enumerate(self.ne) if ne)
         self.dmasks: dict = {}
-        self.literal = not self.has_ds and all(_seg_info(s).literal for s in alt)
 
     def dmask(self, seg: tuple) -> int:
         m = self.dmasks.get(seg)
@@ -671,8 +671,6 @@ def _alt_overlap(a: tuple, b: tuple) -> bool:
     B = _alt_info(b)
     if not A.has_ds and not B.has_ds:
         return A.n == B.n and all(_seg_overlap(s, t) for s, t in zip(a, b))
-    if A.literal and B.literal:
-        return False
     seeds = [0] * (A.n + 1)
     seeds[0] = 1
     return _reach(A.n, A.star, A.ne, a, B.dmask, B.star_mask, B.ne_mask, B.n, seeds)

@@ -159,7 +159,7 @@ class ToolApp:
         from relaynet.http import idempotency
 
         body = request.model_dump(mode="json") if hasattr(request, "model_dump") else request
-        return idempotency.once(self.tool.name, self.caller(), key, body, fn)
+        return idempotency.once(self.tool.name, self.caller(), key, body, fn, self.app.lambda_context)
 
     def handler(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         """The Lambda entry point."""

@@ -37,7 +37,8 @@ _CONFIG = IdempotencyConfig(event_key_jmespath="key", payload_validation_jmespat
                             expires_after_seconds=TTL_SECONDS, raise_on_no_idempotency_key=True)
 
 
-def once(tool: str, principal: Principal, key: str, body: dict[str, Any], fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def once(tool: str, principal: Principal, key: str, body: dict[str, Any], fn: Callable[[], dict[str, Any]],
+         lambda_context: Any = None) -> dict[str, Any]:
     """Run ``fn`` once per (tool, caller, key); see :meth:`relaynet.http.api.ToolApp.once`.
 
     Raises InvalidArgument (key empty or over 255 chars), Conflict ``already_exists`` or
@@ -46,6 +47,8 @@ def once(tool: str, principal: Principal, key: str, body: dict[str, Any], fn: Ca
     if not key.strip() or len(key) > MAX_KEY_LENGTH:
         raise InvalidArgument.field("Idempotency-Key", f"must be 1 to {MAX_KEY_LENGTH} characters")
     who = principal.instance_id or principal.rep
+    if lambda_context is not None and hasattr(lambda_context, "get_remaining_time_in_millis"):
+        _CONFIG.register_lambda_context(lambda_context)
 
     @idempotent_function(data_keyword_argument="request", persistence_store=_persistence(), config=_CONFIG)
     def run(request: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,40 @@
+"""Call the Lambda handlers as API Gateway would: the authorizer first, then the tool's handler
+with a payload-2.0 event carrying the authorizer's context."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from relaynet_local.events import authorizer_event, http_event
+from relaynet_local.lambdas import load_handler
+from tests.conftest import ROOT
+
+FUNCTIONS = str(ROOT / "functions")
+
+
+def call(tool: str, body: Any = None, token: str | None = None, headers: dict[str, str] | None = None,
+         raw: str | None = None) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """(status, JSON body, headers) of ``POST /v1/tools/<tool>``."""
+    path = f"/v1/tools/{tool}"
+    route = f"POST {path}"
+    hdrs = [("content-type", "application/json"), *(headers or {}).items()]
+    if token is not None:
+        hdrs.append(("authorization", f"Bearer {token}"))
+        auth = load_handler(FUNCTIONS, "authorizer.handler")(
+            authorizer_event("POST", path, route_key=route, identity=[f"Bearer {token}"], headers=hdrs), None)
+        assert auth["isAuthorized"] is True
+        context = auth["context"]
+    else:
+        context = {}
+    payload = raw if raw is not None else (json.dumps(body) if body is not None else None)
+    event = http_event("POST", path, route_key=route, headers=hdrs, body=payload, authorizer_context=context)
+    resp = load_handler(FUNCTIONS, f"{tool}.handler")(event, None)
+    return resp["statusCode"], json.loads(resp["body"]), {k.lower(): v for k, v in (resp.get("headers") or {}).items()}
+
+
+@pytest.fixture
+def api():
+    return call

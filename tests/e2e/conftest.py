@@ -1,0 +1,82 @@
+"""End-to-end fixtures: `relaynet serve` as a real subprocess on a free port, driven over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import ROOT
+
+RELAYNET = str(Path(sys.executable).with_name("relaynet"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Hub:
+    """A running local stack: its ``url``, the tokens document and the working directory."""
+
+    url: str
+    tokens: dict
+    cwd: Path
+    proc: subprocess.Popen
+
+    def token(self, agent: str, n: int = 0, network: str = "demo") -> str:
+        return self.tokens["networks"][network]["instances"][agent][n]["token"]
+
+    def instance(self, agent: str, n: int = 0, network: str = "demo") -> str:
+        return self.tokens["networks"][network]["instances"][agent][n]["instanceId"]
+
+
+def start_hub(tmp: Path, *extra: str, env: dict[str, str] | None = None, spec: Path | None = None) -> Hub:
+    """Start `relaynet serve` in ``tmp`` and wait (at most 30 s) until /v1/health answers."""
+    port = free_port()
+    tokens = tmp / "tokens.json"
+    args = [RELAYNET, "serve", "--port", str(port), "--spec", str(spec or ROOT / "examples" / "demo-network.yaml"),
+            "--tokens-out", str(tokens), "--template", str(ROOT / "template.yaml"), *extra]
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+    proc = subprocess.Popen(args, cwd=tmp, env=full_env, stdout=subprocess.PIPE, stderr=open(tmp / "serve.log", "wb"))
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"relaynet serve exited: {(tmp / 'serve.log').read_text()[-3000:]}")
+        try:
+            if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200 and tokens.exists():
+                return Hub(url, json.loads(tokens.read_text()), tmp, proc)
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"relaynet serve did not become healthy: {(tmp / 'serve.log').read_text()[-3000:]}")
+
+
+def stop_hub(hub: Hub) -> None:
+    hub.proc.send_signal(signal.SIGINT)
+    try:
+        hub.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        hub.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    """The demo network on a local stack shared by one test module."""
+    h = start_hub(tmp_path_factory.mktemp("hub"))
+    yield h
+    stop_hub(h)
