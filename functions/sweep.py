@@ -9,5 +9,6 @@ logger = Logger(service="relaynet")
 
 def handler(event, context):
     stats = sweep.run()
-    logger.info("sweep done", extra=stats)
+    if stats["seen"]:
+        logger.info("sweep done", extra=stats)
     return stats

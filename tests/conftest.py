@@ -83,3 +83,36 @@ def _fresh_settings():
     settings.cache_clear()
     yield
     settings.cache_clear()
+
+
+@pytest.fixture
+def server_table():
+    """A table on moto in *server mode* (a real HTTP endpoint on a loopback port), for races
+    between threads: each request is a real DynamoDB API call, serialised by moto's server."""
+    import socket
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from relaynet.store import table as t
+    from relaynet_local.template import create_table
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    import urllib.request
+
+    # moto's backends are process-wide: start from an empty account
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")).read()
+    os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
+    t.reset()
+    try:
+        create_table(boto3.client("dynamodb"), TEMPLATE, "relaynet-test")
+        yield endpoint
+    finally:
+        os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+        t.reset()
+        server.stop()

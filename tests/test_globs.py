@@ -127,6 +127,7 @@ NORMALISATION = [
     ("src/**/", "src/**", "a trailing / after ** adds nothing"),
     ("{src,lib}/", "{src,lib}/**", "braces are kept; the trailing / still means /**"),
     ("src/ a", "src/ a", "inner whitespace is part of a name"),
+    ("/ x", "x", "whitespace exposed by dropping a leading / is trimmed too (idempotence)"),
 ]
 
 
@@ -434,3 +435,20 @@ def test_normalise_is_idempotent_and_a_pattern_overlaps_itself_iff_it_matches_so
     assert normalise(n) == n
     assert compile_scope(n) == compiled
     assert overlaps(compiled, compiled) is overlaps(compiled, "**") is oracle_overlap(alternatives, [["**"]])
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(st.sampled_from(list("ab./*?[]!-{},\\ ^\x00\U0010ffff")), max_size=30), patterns)
+def test_arbitrary_text_is_either_a_glob_error_or_a_well_behaved_scope(text: str, other: str) -> None:
+    try:
+        compiled = compile_scope(text)
+    except GlobError as e:
+        assert e.message
+        return
+    n = normalise(text)
+    assert normalise(n) == n and compile_scope(n) == compiled
+    try:
+        o = compile_scope(other)
+    except GlobError:
+        return
+    assert overlaps(compiled, o) is overlaps(o, compiled)

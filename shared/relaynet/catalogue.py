@@ -81,7 +81,11 @@ WORKER_TOOLS: tuple[Tool, ...] = (
          "Peers see it in network_discover."),
 )
 
-TOOLS: dict[str, Tool] = {t.name: t for t in WORKER_TOOLS}
+# The plugin surface (PROTOCOL.md 5) and the control surface (PROTOCOL.md 6) add their tuples here.
+PLUGIN_TOOLS: tuple[Tool, ...] = ()
+CONTROL_TOOLS: tuple[Tool, ...] = ()
+
+TOOLS: dict[str, Tool] = {t.name: t for t in (*WORKER_TOOLS, *PLUGIN_TOOLS, *CONTROL_TOOLS)}
 
 
 def surface(name: str) -> tuple[Tool, ...]:

@@ -61,7 +61,11 @@ def _serve(args: argparse.Namespace) -> int:
 def _mcp(args: argparse.Namespace) -> int:
     from relaynet import mcp_bridge
 
-    mcp_bridge.run(args.surface)
+    try:
+        mcp_bridge.run(args.surface)
+    except ValueError as exc:
+        print(f"relaynet: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -94,7 +98,7 @@ def parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=_serve)
 
     mcp = sub.add_parser("mcp", help="stdio MCP bridge to the HTTP API (RELAYNET_URL, RELAYNET_TOKEN)")
-    mcp.add_argument("surface", choices=["worker"])
+    mcp.add_argument("surface", choices=["worker", "plugin", "control"])
     mcp.set_defaults(func=_mcp)
     return p
 

@@ -5,7 +5,8 @@ that exactly, for globs, in polynomial time, without building regular expression
 
 Semantics (PROTOCOL.md 8)
 -------------------------
-* Scopes are ``/``-separated and case-sensitive. :func:`normalise` trims whitespace, drops
+* Scopes are ``/``-separated and case-sensitive. :func:`normalise` trims whitespace (again
+  if dropping ``/`` or ``.`` segments exposed more, so ``"/ x"`` is ``x``), drops
   empty segments (so leading ``/`` and repeated ``/`` go) and ``.`` segments (so a leading
   ``./`` goes); a trailing ``/`` means ``dir/**``; a ``..`` segment is an error (400); an
   empty scope, ``.`` and ``**`` all normalise to ``**`` (the whole tree). Adjacent ``**``
@@ -30,6 +31,8 @@ Semantics (PROTOCOL.md 8)
   over exactly that alphabet.
 * A plain path names one file: ``src`` does not overlap ``src/x.py``. ``**`` matches zero
   segments, so ``src/**`` also matches ``src``.
+* This module handles path globs only; ``task`` scopes are compared as exact strings after
+  trimming (PROTOCOL.md 8) by their callers.
 
 Malformed scopes raise :class:`GlobError` (a ``ValueError``; the HTTP layer answers 400):
 over 1024 characters, an unclosed ``[`` or ``{``, an empty class ``[]``/``[!]``, a
@@ -339,6 +342,13 @@ def _check_type_and_length(scope: object) -> None:
 def _normalise_text(scope: str) -> str:
     """String-level normalisation (no syntax validation beyond ``..``)."""
     _check_type_and_length(scope)
+    out = _normalise_pass(scope)
+    while out != out.strip():  # e.g. "/ x": trimming again after the "/" went; keeps it idempotent
+        out = _normalise_pass(out)
+    return out
+
+
+def _normalise_pass(scope: str) -> str:
     s = scope.strip()
     segs: list[str] = []
     pos = 0

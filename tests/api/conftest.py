@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from relaynet_local.events import authorizer_event, http_event
-from relaynet_local.lambdas import load_handler
+from relaynet_local.lambdas import LambdaContext, load_handler
 from tests.conftest import ROOT
 
 FUNCTIONS = str(ROOT / "functions")
@@ -31,7 +31,7 @@ def call(tool: str, body: Any = None, token: str | None = None, headers: dict[st
         context = {}
     payload = raw if raw is not None else (json.dumps(body) if body is not None else None)
     event = http_event("POST", path, route_key=route, headers=hdrs, body=payload, authorizer_context=context)
-    resp = load_handler(FUNCTIONS, f"{tool}.handler")(event, None)
+    resp = load_handler(FUNCTIONS, f"{tool}.handler")(event, LambdaContext(tool, 29.0, 512))
     return resp["statusCode"], json.loads(resp["body"]), {k.lower(): v for k, v in (resp.get("headers") or {}).items()}
 
 

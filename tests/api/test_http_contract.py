@@ -156,3 +156,19 @@ def test_a_failed_creating_write_can_be_retried_with_its_key(api, demo):
     key = {"Idempotency-Key": "k-404"}
     assert api("network_ask", {"body": "x", "toAgent": "ghost"}, demo.token("planner0"), key)[0] == 404
     assert api("network_ask", {"body": "x", "toAgent": "ghost"}, demo.token("planner0"), key)[0] == 404
+
+
+def test_health_and_openapi_answer_without_auth():
+    import json
+
+    from relaynet_local.events import http_event
+    from relaynet_local.lambdas import load_handler
+    from tests.api.conftest import FUNCTIONS
+
+    health = load_handler(FUNCTIONS, "health.handler")(http_event("GET", "/v1/health", route_key="GET /v1/health"), None)
+    assert health["statusCode"] == 200 and json.loads(health["body"])["status"] == "ok"
+    doc = json.loads(load_handler(FUNCTIONS, "openapi.handler")(
+        http_event("GET", "/v1/openapi.json", route_key="GET /v1/openapi.json"), None)["body"])
+    assert doc["openapi"].startswith("3.")
+    operations = {op["operationId"] for path in doc["paths"].values() for op in path.values()}
+    assert operations == set(TOOLS)

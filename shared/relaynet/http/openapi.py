@@ -1,8 +1,6 @@
 """The OpenAPI 3 document of every tool, generated from the catalogue's pydantic models by
 powertools (PROTOCOL.md 2: each operation's ``operationId`` is the tool name)."""
 
-from __future__ import annotations
-
 import functools
 import json
 from typing import Annotated, Any
@@ -25,7 +23,7 @@ def _register(app: APIGatewayHttpResolver, tool: catalogue.Tool) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def document() -> dict[str, Any]:
+def document() -> "dict[str, Any]":
     """The OpenAPI document as a dict (cached per container)."""
     app = APIGatewayHttpResolver(enable_validation=True)
     for tool in catalogue.TOOLS.values():
