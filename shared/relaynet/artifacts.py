@@ -42,7 +42,8 @@ def publish(principal: Principal, req: PublishArtifactRequest) -> dict[str, Any]
     pk, sk = k.artifact(net, art_id, req.taskId)
     doc = {"artifactId": art_id, "uri": uri, "label": req.label or uri[:200], "type": req.type, "taskId": req.taskId,
            "ref": f"relaynet://{net}/artifacts/{art_id}", "publisher": principal.actor, "createdAt": clock.now_iso()}
-    actions = [t.tx_put({"PK": pk, "SK": sk, **doc}, "attribute_not_exists(PK)")]
+    listing = {"GSI2PK": k.artifacts_index(net), "GSI2SK": art_id}
+    actions = [t.tx_put({"PK": pk, "SK": sk, **doc, **listing}, "attribute_not_exists(PK)")]
     if req.taskId:
         actions.append(t.tx_check(*k.task(net, req.taskId), "attribute_exists(PK)"))
     try:

@@ -30,6 +30,7 @@ class Directory:
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)
     instances: dict[str, dict[str, Any]] = field(default_factory=dict)
+    stats: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def instances_of(self, agent: str) -> list[dict[str, Any]]:
         """The instances serving ``agent``, oldest first."""
@@ -60,6 +61,8 @@ def load(network_id: str) -> Directory:
             d.resources[rest] = item
         elif kind == "INST":
             d.instances[rest] = item
+        elif kind == "STATS":
+            d.stats[rest] = item
     return d
 
 

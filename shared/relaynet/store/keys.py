@@ -11,10 +11,13 @@ access patterns each serves).
 | mailbox entry (undelivered) | ``NET#<net>#MBOX#A#<agent>`` or ``NET#<net>#MBOX#I#<inst>`` | ``MSG#<msg>`` |
 | task and its artifacts | ``NET#<net>#TASK#<task>`` | ``META`` / ``ART#<art>`` |
 | artifact without task | ``NET#<net>#ARTS`` | ``ART#<art>`` |
-| claims head and claims | ``NET#<net>#CLAIMS`` | ``HEAD`` / ``CLAIM#<clm>`` |
+| claims head and active claims | ``NET#<net>#CLAIMS`` | ``HEAD`` / ``CLAIM#<clm>`` |
+| ended claims (released or expired, kept a day) | ``NET#<net>#CLAIMS#ENDED`` | ``CLAIM#<clm>`` |
 
 GSI1 (sparse, routing): ``GSI1PK = ROUTE``, ``GSI1SK = <due ms, 13 digits>#<net>#<task>`` on
-tasks that are ``pending`` or ``offered`` only. GSI2 (listings): ``GSI2PK = NET#<net>#TASKS``,
+tasks that are ``pending`` (not parked) or ``offered``; a pending task nobody is eligible for is
+*parked* under ``GSI1PK = WAIT#<net>#<wait key>``, ``GSI1SK = <parked ms>#<task>``, and its wait
+group has a marker item (``NET#<net>#WAIT`` / ``<wait key>``) listed under ``GSI1PK = WAITING``. GSI2 (listings): ``GSI2PK = NET#<net>#TASKS``,
 ``GSI2SK = <task id>`` on every task (newest first by ULID).
 """
 
@@ -95,6 +98,27 @@ def route_sk(due_ms: int, net_id: str, task_id: str) -> str:
     return f"{due_ms:013d}#{net_id}#{task_id}"
 
 
+WAITING = "WAITING"
+
+
+def wait_pk(net_id: str, wait_key: str) -> str:
+    """GSI1PK of the tasks parked in one wait group (same target, same creator exclusions)."""
+    return f"WAIT#{net_id}#{wait_key}"
+
+
+def wait_sk(parked_ms: int, task_id: str) -> str:
+    return f"{parked_ms:013d}#{task_id}"
+
+
+def wait_marker(net_id: str, wait_key: str) -> tuple[str, str]:
+    """The marker item of a wait group (GSI1PK ``WAITING``, GSI1SK :func:`waiting_sk`)."""
+    return f"{net(net_id)}#WAIT", wait_key
+
+
+def waiting_sk(net_id: str, wait_key: str) -> str:
+    return f"{net_id}#{wait_key}"
+
+
 def artifact(net_id: str, art_id: str, task_id: str | None) -> tuple[str, str]:
     pk = task_pk(net_id, task_id) if task_id else f"{net(net_id)}#ARTS"
     return pk, f"ART#{art_id}"
@@ -110,3 +134,49 @@ def claims_head(net_id: str) -> tuple[str, str]:
 
 def claim(net_id: str, claim_id: str) -> tuple[str, str]:
     return claims_pk(net_id), f"CLAIM#{claim_id}"
+
+
+# Channels (PROTOCOL.md 5): the head holds the folded adapter state and the sequence; envelopes
+# sort by seq; a membership item per participant lists an agent's channels. GSI1 ``CHANNELS``
+# holds active channels by their next deadline (TTL or the consulting reply window).
+CHANNEL_TIMERS = "CHANNELS"
+
+
+def channel_pk(net_id: str, ch_id: str) -> str:
+    return f"{net(net_id)}#CH#{ch_id}"
+
+
+def channel_head(net_id: str, ch_id: str) -> tuple[str, str]:
+    return channel_pk(net_id, ch_id), "HEAD"
+
+
+def envelope(net_id: str, ch_id: str, seq: int) -> tuple[str, str]:
+    return channel_pk(net_id, ch_id), f"ENV#{seq:010d}"
+
+
+def membership(net_id: str, agent: str, ch_id: str) -> tuple[str, str]:
+    return f"{net(net_id)}#AGCH#{agent}", f"CH#{ch_id}"
+
+
+def memberships_pk(net_id: str, agent: str) -> str:
+    return f"{net(net_id)}#AGCH#{agent}"
+
+
+def timer_sk(due_ms: int, net_id: str, ch_id: str) -> str:
+    return f"{due_ms:013d}#{net_id}#{ch_id}"
+
+
+def agent_stats(net_id: str, agent: str) -> tuple[str, str]:
+    """Observed counters of an agent (``tasks_total``, ``tasks_completed``, ``tasks_failed``,
+    ``consults_answered``, ``consults_expired``), kept apart from the operator-set definition."""
+    return net(net_id), f"STATS#{agent}"
+
+
+def artifacts_index(net_id: str) -> str:
+    """GSI2 partition listing every artifact of a network (newest last by ULID)."""
+    return f"{net(net_id)}#ARTS"
+
+
+def ended_claim(net_id: str, claim_id: str) -> tuple[str, str]:
+    """Where a claim goes once released or expired: out of the hot claims partition."""
+    return f"{claims_pk(net_id)}#ENDED", f"CLAIM#{claim_id}"

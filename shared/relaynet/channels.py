@@ -1,0 +1,341 @@
+"""Channels and envelopes (PROTOCOL.md 5.1, 5.2, 5.3, 5.6, and the channel part of 7).
+
+A channel is a head item (``NET#<net>#CH#<ch>``/``HEAD``) holding the participants, the state,
+the sequence counter and the adapter's folded state, plus one item per envelope (``ENV#<seq>``).
+A send reads the head, asks the adapter (:mod:`relaynet.adapters`, pure), and writes in one
+transaction: the head (``seq = seq + 1`` on condition ``seq = :seen`` and ``state = active``), the
+envelope, and a ``channel`` message in each recipient agent's mailbox. A lost race re-reads and
+asks the adapter again, so two racing sends can never both pass a turn check. Refused sends
+store nothing.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Any
+
+from relaynet import adapters, clock, ids, peers
+from relaynet.adapters import AdapterError, Send
+from relaynet.config import settings
+from relaynet.directory import load
+from relaynet.errors import Conflict, InvalidArgument, NotFound, PermissionDenied
+from relaynet.identity import Principal
+from relaynet.messaging import mailbox_item
+from relaynet.store import keys as k
+from relaynet.store import table as t
+
+ENVELOPES_IN_INFO = 20
+_MAX_RACES = 20
+SYSTEM = "relaynet"
+
+
+def _adapter(channel: dict[str, Any]):
+    return adapters.adapter(channel["type"], settings().reply_within)
+
+
+def names(channel: dict[str, Any]) -> list[str]:
+    """Participant names in order (opener first)."""
+    return [p["agent"] for p in sorted(channel["participants"], key=lambda p: p["order"])]
+
+
+def effective_state(channel: dict[str, Any], now_ms: int) -> str:
+    """``active`` | ``closed`` | ``expired``; an active channel past ``expires_at`` is expired at once."""
+    if channel["state"] == "active" and int(channel["expires_ms"]) <= now_ms:
+        return "expired"
+    return channel["state"]
+
+
+def view(channel: dict[str, Any], now_ms: int | None = None) -> dict[str, Any]:
+    """The protocol's channel object (PROTOCOL.md 5.1)."""
+    now = clock.now_ms() if now_ms is None else now_ms
+    return {
+        "channel_id": channel["channel_id"], "type": channel["type"], "participants": channel["participants"],
+        "state": effective_state(channel, now), "knobs": channel.get("knobs") or {}, "intent": channel.get("intent"),
+        "created_at": channel["created_at"], "expires_at": clock.iso(int(channel["expires_ms"])),
+        "closed_at": channel.get("closed_at"), "close_reason": channel.get("close_reason"),
+    }
+
+
+def envelope_view(item: dict[str, Any]) -> dict[str, Any]:
+    """The protocol's envelope (PROTOCOL.md 5.1)."""
+    return {f: item.get(f) for f in ("envelope_id", "seq", "channel_id", "sender", "event_type", "content",
+                                     "audience", "causation_id", "created_at")
+            if item.get(f) is not None or f in ("content",)}
+
+
+def load_channel(net: str, channel_id: str) -> dict[str, Any]:
+    """The channel head, or NotFound (other networks' channels are absent: 404)."""
+    head = t.get(*k.channel_head(net, channel_id))
+    if head is None:
+        raise NotFound(f"no channel {channel_id!r} in this network")
+    return head
+
+
+def _participant(channel: dict[str, Any], principal: Principal) -> None:
+    if principal.agent not in names(channel):
+        raise PermissionDenied("your agent is not a participant of this channel")
+
+
+def _turn_note(channel: dict[str, Any], state: dict[str, Any], recipient: str, closing: str | None) -> str:
+    if closing or channel["state"] != "active":
+        return "The channel is closed; nothing more can be sent. Plain output reaches no one."
+    a = _adapter(channel)
+    tools = a.your_tools(state, recipient)
+    nxt = a.next_speaker(state)
+    cid = channel["channel_id"]
+    if tools:
+        tool = tools[0]
+        return (f"It is your turn in channel {cid}: answer with {tool}(channel_id='{cid}', ...). "
+                "Plain output reaches no one; only the tool call does.")
+    who = f"{nxt}'s turn" if nxt else "not your turn"
+    return f"Channel {cid}: it is {who}; wait for your turn (network_inbox). Plain output reaches no one."
+
+
+def _envelope_actions(net: str, channel: dict[str, Any], state: dict[str, Any], seq: int, sender: str | None,
+                      event_type: str, content: Any, audience: list[str] | None, now_ms: int,
+                      causation_id: str | None = None, closing: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The envelope item and its mailbox copies (one per visible recipient other than the sender)."""
+    env_id = ids.new_id("env")
+    pk, sk = k.envelope(net, channel["channel_id"], seq)
+    env = {"envelope_id": env_id, "seq": seq, "channel_id": channel["channel_id"], "sender": sender,
+           "event_type": event_type, "content": content, "audience": audience, "causation_id": causation_id,
+           "created_at": clock.iso(now_ms)}
+    actions = [t.tx_put({"PK": pk, "SK": sk, "kind": "envelope", **env}, "attribute_not_exists(PK)")]
+    recipients = [n for n in (audience or names(channel)) if n != sender]
+    for name in recipients:
+        msg = {"id": ids.new_id("msg"), "kind": "channel", "channelId": channel["channel_id"],
+               "envelope": {key: v for key, v in env.items() if v is not None},
+               "from": {"agent": sender} if sender else {"system": "router"}, "to": {"agent": name},
+               "subject": channel.get("intent") or f"{channel['type']} channel",
+               "body": content if isinstance(content, str) else None, "createdAt": clock.iso(now_ms),
+               "instructions": _turn_note(channel, state, name, closing)}
+        actions.append(t.tx_put(mailbox_item(net, {"agent": name}, msg)))
+    return env, actions
+
+
+def _head_update(channel: dict[str, Any], new_state: dict[str, Any], seq: int, now_ms: int,
+                 close_reason: str | None, closed_state: str = "closed") -> dict[str, Any]:
+    sets = ["seq = :seq", "adapter_state = :st"]
+    vals: dict[str, Any] = {"seq": seq, "st": new_state, "seen": int(channel["seq"]), "active": "active"}
+    removes = []
+    if close_reason:
+        sets += ["#s = :closed", "closed_at = :at", "close_reason = :why"]
+        vals.update(closed=closed_state, at=clock.iso(now_ms), why=close_reason)
+        removes = ["GSI1PK", "GSI1SK"]
+    else:
+        due = _due(channel, new_state)
+        sets += ["GSI1SK = :due"]
+        vals["due"] = k.timer_sk(due, channel["network_id"], channel["channel_id"])
+    expr = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+    return t.tx_update(*k.channel_head(channel["network_id"], channel["channel_id"]), expr,
+                       "seq = :seen AND #s = :active", names={"#s": "state"}, **vals)
+
+
+def _due(channel: dict[str, Any], state: dict[str, Any]) -> int:
+    """The next deadline the sweep must look at: the TTL, or an earlier consulting reply window."""
+    due = int(channel["expires_ms"])
+    if state.get("phase") == "reply" and state.get("reply_due_ms"):
+        due = min(due, int(state["reply_due_ms"]))
+    return due
+
+
+def send(principal: Principal, channel_id: str, attempt: Send, content: Any, audience: list[str] | None = None,
+         event_type: str = "text") -> dict[str, Any]:
+    """Post an envelope if the adapter allows it. Returns ``{envelope_id, seq, channel_state,
+    next_speaker}``.
+
+    Raises NotFound, PermissionDenied (non-participant), InvalidArgument (audience or handoff
+    target not a participant), Conflict ``channel_closed`` | ``not_your_turn`` | ``wrong_tool``.
+    """
+    net = principal.network_id
+    for _ in range(_MAX_RACES):
+        now = clock.now_ms()
+        channel = load_channel(net, channel_id)
+        _participant(channel, principal)
+        members = names(channel)
+        bad = [n for n in (audience or []) if n not in members]
+        if bad:
+            raise InvalidArgument.field("audience", f"not participants of this channel: {', '.join(bad)}")
+        if attempt.target is not None and attempt.target not in members:
+            raise InvalidArgument.field("target", f"{attempt.target!r} is not a participant of this channel")
+        if effective_state(channel, now) != "active":
+            raise Conflict("channel_closed", f"channel {channel_id} is {effective_state(channel, now)}")
+        a = _adapter(channel)
+        decision = a.decide(channel["adapter_state"], attempt, now)
+        if not decision.accepted:
+            raise Conflict(decision.refusal, decision.message)
+        seq = int(channel["seq"]) + 1
+        env, actions = _envelope_actions(net, channel, decision.state, seq, principal.agent, event_type, content,
+                                         audience, now, closing=decision.close_reason)
+        last = seq
+        if decision.close_reason:
+            last = seq + 1
+            _, closed = _envelope_actions(net, channel, decision.state, last, principal.agent, "closed",
+                                          {"reason": decision.close_reason}, None, now, env["envelope_id"],
+                                          closing=decision.close_reason)
+            actions += closed
+            if decision.close_reason == adapters.consulting.COMPLETE:
+                actions += peers.observe_actions(net, principal.agent, consults_answered=1)
+        try:
+            t.transact([_head_update(channel, decision.state, last, now, decision.close_reason), *actions])
+        except t.TransactionCancelled:
+            continue
+        return {"envelope_id": env["envelope_id"], "seq": seq,
+                "channel_state": "closed" if decision.close_reason else "active",
+                "next_speaker": a.next_speaker(decision.state) if not decision.close_reason else None}
+    raise Conflict("in_progress", "the channel is busy; retry", headers={"Retry-After": "1"})
+
+
+def _allows_inbound(agent: dict[str, Any], opener: str) -> bool:
+    return any(fnmatch.fnmatchcase(opener, pat) for pat in agent.get("inbound_from", ["*"]))
+
+
+def open_channel(principal: Principal, channel_type: str, targets: list[str], knobs: dict[str, Any] | None,
+                 intent: str | None, ttl_s: int | None, message: str | None) -> dict[str, Any]:
+    """channels ``open`` (PROTOCOL.md 5.6). Returns ``{channel_id, type, participants,
+    seed_envelope_id?}``.
+
+    Raises InvalidArgument (own agent as target, duplicates, bad knobs), NotFound (unknown target,
+    ``details.available``), PermissionDenied (a target's ``inbound_from`` refuses the opener;
+    nothing stored), Conflict ``seed_failed`` (the seed send was refused; the channel is closed).
+    """
+    net = principal.network_id
+    if principal.agent in targets:
+        raise InvalidArgument.field("target", "you cannot open a channel with your own agent")
+    if len(set(targets)) != len(targets):
+        raise InvalidArgument.field("target", "a participant is named twice")
+    d = load(net)
+    unknown = [n for n in targets if n not in d.agents]
+    if unknown:
+        raise NotFound(f"no agent named {', '.join(map(repr, unknown))}", {"available": sorted(d.agents)})
+    refusing = [n for n in targets if not _allows_inbound(d.agents[n], principal.agent)]
+    if refusing:
+        raise PermissionDenied(f"{', '.join(refusing)} does not accept channels from {principal.agent}")
+    members = [principal.agent, *targets]
+    try:
+        state = adapters.adapter(channel_type, settings().reply_within).initial_state(members, knobs or {})
+    except AdapterError as exc:
+        raise InvalidArgument.field(exc.field, exc.message) from None
+    now = clock.now_ms()
+    ch_id = ids.new_id("ch")
+    roles = ["initiator", *(["respondent"] if len(targets) == 1 else ["participant"] * len(targets))]
+    expires = now + (ttl_s or settings().channel_ttl) * 1000
+    pk, sk = k.channel_head(net, ch_id)
+    head = {"PK": pk, "SK": sk, "kind": "channel", "channel_id": ch_id, "network_id": net, "type": channel_type,
+            "participants": [{"agent": n, "role": r, "order": i} for i, (n, r) in enumerate(zip(members, roles))],
+            "state": "active", "knobs": knobs or {}, "intent": intent, "created_at": clock.iso(now),
+            "expires_ms": expires, "seq": 1, "adapter_state": state, "opener": principal.actor,
+            "GSI1PK": k.CHANNEL_TIMERS, "GSI1SK": k.timer_sk(expires, net, ch_id)}
+    _, opened = _envelope_actions(net, head, state, 1, principal.agent, "opened",
+                                  {"type": channel_type, "intent": intent, "participants": members}, None, now)
+    memberships = [t.tx_put({"PK": mpk, "SK": msk, "channel_id": ch_id, "created_at": head["created_at"]})
+                   for mpk, msk in (k.membership(net, n, ch_id) for n in members)]
+    t.transact([t.tx_put(head, "attribute_not_exists(PK)"), *opened, *memberships])
+    out: dict[str, Any] = {"channel_id": ch_id, "type": channel_type, "participants": head["participants"]}
+    if message is not None:
+        a = adapters.adapter(channel_type)
+        try:
+            seeded = send(principal, ch_id, Send(sender=principal.agent, tool=a.tool), message,
+                          event_type="text" if a.tool == "say" else "packet")
+        except Conflict as exc:
+            close(principal, ch_id, reason="seed_failed")
+            raise Conflict("seed_failed", f"the channel was opened but its first message was refused "
+                                          f"({exc.reason}: {exc.message}); it is closed with seed_failed",
+                           channel_id=ch_id) from None
+        out["seed_envelope_id"] = seeded["envelope_id"]
+    return out
+
+
+def close(principal: Principal, channel_id: str, reason: str = "closed_by_agent") -> dict[str, Any]:
+    """channels ``close`` (PROTOCOL.md 5.6): ``{channel_id, state, close_reason}``. Closing a
+    closed channel answers with the first reason and writes no second ``closed`` envelope."""
+    net = principal.network_id
+    for _ in range(_MAX_RACES):
+        now = clock.now_ms()
+        channel = load_channel(net, channel_id)
+        _participant(channel, principal)
+        if channel["state"] != "active":
+            return {"channel_id": channel_id, "state": channel["state"], "close_reason": channel.get("close_reason")}
+        expired = effective_state(channel, now) == "expired"
+        final, why = ("expired", "ttl") if expired else ("closed", reason)
+        try:
+            _finish(channel, None if expired else principal.agent, why, now, final)
+        except t.TransactionCancelled:
+            continue
+        return {"channel_id": channel_id, "state": final, "close_reason": why}
+    raise Conflict("in_progress", "the channel is busy; retry", headers={"Retry-After": "1"})
+
+
+def _finish(channel: dict[str, Any], sender: str | None, reason: str, now_ms: int, final_state: str,
+            extra: list[dict[str, Any]] | None = None) -> None:
+    """Close or expire an active channel with one envelope (``closed`` or ``expired``)."""
+    seq = int(channel["seq"]) + 1
+    _, actions = _envelope_actions(channel["network_id"], channel, channel["adapter_state"], seq, sender, final_state,
+                                   {"reason": reason}, None, now_ms, closing=reason)
+    t.transact([_head_update(channel, channel["adapter_state"], seq, now_ms, reason, final_state), *actions,
+                *(extra or [])])
+
+
+def info(principal: Principal, channel_id: str) -> dict[str, Any]:
+    """channels ``info`` (participants only): ``{channel, next_speaker, your_tools, envelopes}``
+    with the last 20 envelopes, oldest first."""
+    net = principal.network_id
+    channel = load_channel(net, channel_id)
+    _participant(channel, principal)
+    now = clock.now_ms()
+    active = effective_state(channel, now) == "active"
+    a = _adapter(channel)
+    state = channel["adapter_state"]
+    envs = t.query(k.channel_pk(net, channel_id), sk_prefix="ENV#", forward=False, limit=ENVELOPES_IN_INFO)
+    visible = [e for e in reversed(envs) if not e.get("audience") or principal.agent in e["audience"]
+               or e.get("sender") == principal.agent]
+    return {"channel": view(channel, now), "next_speaker": a.next_speaker(state) if active else None,
+            "your_tools": a.your_tools(state, principal.agent) if active else [],
+            "envelopes": [envelope_view(e) for e in visible]}
+
+
+def list_channels(principal: Principal, state: str = "active", limit: int = 20) -> dict[str, Any]:
+    """channels ``list``: channels the caller's agent participates in, newest first."""
+    net = principal.network_id
+    refs = t.query(k.memberships_pk(net, principal.agent), forward=False)
+    heads = t.batch_get([k.channel_head(net, r["channel_id"]) for r in refs]) if refs else {}
+    now = clock.now_ms()
+    out = []
+    for r in refs:
+        head = heads.get(k.channel_head(net, r["channel_id"]))
+        if head and (state == "all" or effective_state(head, now) == "active"):
+            out.append(view(head, now))
+        if len(out) >= limit:
+            break
+    return {"channels": out, "nextCursor": None}
+
+
+def reply_text(net: str, channel_id: str) -> str | None:
+    """The respondent's reply in a consulting channel, or None while it has not come."""
+    envs = t.query(k.channel_pk(net, channel_id), sk_prefix="ENV#")
+    texts = [e for e in envs if e.get("event_type") == "text"]
+    return texts[1]["content"] if len(texts) >= 2 else None
+
+
+def sweep(now_ms: int | None = None, batch: int = 500) -> dict[str, int]:
+    """PROTOCOL.md 7 step 3: channels past ``expires_at`` become ``expired``; consulting channels
+    whose respondent was silent past the reply window close with
+    ``expectation_violated:reply_within``. Returns ``{"expired", "reply_within"}``."""
+    now = clock.now_ms() if now_ms is None else now_ms
+    due = t.query(k.CHANNEL_TIMERS, index="GSI1", sk_between=("0", f"{now:013d}~"), limit=batch)
+    stats = {"expired": 0, "reply_within": 0}
+    for head in due:
+        if head.get("state") != "active":
+            continue
+        try:
+            if int(head["expires_ms"]) <= now:
+                _finish(head, None, "ttl", now, "expired")
+                stats["expired"] += 1
+            elif head["adapter_state"].get("phase") == "reply" and int(head["adapter_state"]["reply_due_ms"]) <= now:
+                respondent = names(head)[1]
+                _finish(head, None, adapters.consulting.REPLY_WITHIN_VIOLATED, now, "closed",
+                        peers.observe_actions(head["network_id"], respondent, consults_expired=1))
+                stats["reply_within"] += 1
+        except t.TransactionCancelled:
+            continue  # another run or a send moved it; the next run looks again
+    return stats

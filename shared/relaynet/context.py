@@ -1,0 +1,98 @@
+"""The plugin surface's ``context``: search and quote over what the caller may see (PROTOCOL.md 5.8).
+
+``channel`` scope covers the envelopes of the caller's channels (and, when given, one channel);
+``knowledge`` covers the network's artifacts (label, uri, type) and tasks (title, objective and
+completion reason). Matching is a case-insensitive substring; excerpts are at most 240 characters
+around the first match.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relaynet import channels
+from relaynet.errors import NotFound, PermissionDenied
+from relaynet.identity import Principal
+from relaynet.store import keys as k
+from relaynet.store import table as t
+
+EXCERPT = 240
+
+
+def excerpt(text: str, query: str) -> str:
+    """At most 240 characters of ``text`` around the first match of ``query``."""
+    at = text.lower().find(query.lower())
+    start = max(0, min(at - EXCERPT // 3, len(text) - EXCERPT)) if at >= 0 else 0
+    return text[start:start + EXCERPT]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        return " ".join(str(v) for v in content.values() if isinstance(v, (str, int, float)))
+    return ""
+
+
+def _visible_envelopes(principal: Principal, channel_id: str | None) -> list[dict[str, Any]]:
+    net = principal.network_id
+    if channel_id:
+        head = channels.load_channel(net, channel_id)
+        if principal.agent not in channels.names(head):
+            raise PermissionDenied("your agent is not a participant of this channel")
+        ids = [channel_id]
+    else:
+        ids = [r["channel_id"] for r in t.query(k.memberships_pk(net, principal.agent))]
+    out = []
+    for cid in ids:
+        for env in t.query(k.channel_pk(net, cid), sk_prefix="ENV#"):
+            if not env.get("audience") or principal.agent in env["audience"] or env.get("sender") == principal.agent:
+                out.append(env)
+    return out
+
+
+def search(principal: Principal, query: str, scope: str, channel_id: str | None, limit: int) -> dict[str, Any]:
+    """``{results: [{id, sender, when, excerpt}], nextCursor}``, newest first."""
+    results = []
+    if scope == "knowledge":
+        net = principal.network_id
+        for task in t.query(k.tasks_index(net), index="GSI2", forward=False):
+            reasons = [h.get("reason", "") for h in task.get("history", []) if h.get("state") == "completed"]
+            text = " \n".join([task.get("title", ""), task.get("objective", ""), *reasons])
+            if query.lower() in text.lower():
+                results.append({"id": task["id"], "sender": task.get("creator"), "when": task["createdAt"],
+                                "excerpt": excerpt(text, query)})
+        for art in t.query(k.artifacts_index(net), index="GSI2", forward=False):
+            text = " ".join([art.get("label", ""), art.get("uri", ""), art.get("type", "")])
+            if query.lower() in text.lower():
+                results.append({"id": art["artifactId"], "sender": art.get("publisher"), "when": art["createdAt"],
+                                "excerpt": excerpt(text, query)})
+    else:
+        for env in _visible_envelopes(principal, channel_id):
+            text = _text(env.get("content"))
+            if env.get("event_type") in ("text", "packet") and query.lower() in text.lower():
+                results.append({"id": env["envelope_id"], "sender": env.get("sender"), "when": env["created_at"],
+                                "excerpt": excerpt(text, query)})
+    results.sort(key=lambda r: r["when"], reverse=True)
+    return {"results": results[:limit], "nextCursor": None}
+
+
+def quote(principal: Principal, speaker: str, recent_n: int, channel_id: str | None,
+          thread_id: str | None) -> dict[str, Any]:
+    """The speaker's last ``recent_n`` texts visible to the caller, oldest first:
+    ``{quotes: [{id, when, text}]}``."""
+    if thread_id:
+        net = principal.network_id
+        items = t.query(k.thread_pk(net, thread_id))
+        meta = next((i for i in items if i["SK"] == k.META), None)
+        if meta is None:
+            raise NotFound(f"no thread {thread_id!r} in this network")
+        if principal.agent not in meta.get("participants", set()):
+            raise PermissionDenied("your agent is not a participant of this thread")
+        said = [m for m in items if m["SK"].startswith("MSG#") and (m.get("from") or {}).get("agent") == speaker]
+        return {"quotes": [{"id": m["id"], "when": m["createdAt"], "text": m["body"]} for m in said[-recent_n:]]}
+    texts = [e for e in _visible_envelopes(principal, channel_id)
+             if e.get("sender") == speaker and e.get("event_type") in ("text", "packet") and _text(e.get("content"))]
+    texts.sort(key=lambda e: (e["created_at"], e["seq"]))
+    return {"quotes": [{"id": e["envelope_id"], "when": e["created_at"], "text": _text(e["content"])}
+                       for e in texts[-recent_n:]]}
