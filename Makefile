@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8787
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup run test lint openapi cost build bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,19 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml
+	SAM_CLI_TELEMETRY=0 $(BIN)/sam validate --lint --template-file template.yaml --region us-east-1
+
+# docs/openapi.json is generated from the handlers' models (tests/test_openapi.py checks it).
+openapi: $(STAMP)
+	$(BIN)/python -m relaynet.http.openapi docs/openapi.json
+
+# DynamoDB requests and the AWS bill per tool call (the README's cost table).
+cost: $(STAMP)
+	$(BIN)/python benchmarks/requests_per_tool.py
+
+# `sam build` without Docker (needs python3.11 on PATH, as the template's runtime).
+build: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" SAM_CLI_TELEMETRY=0 $(BIN)/sam build --template-file template.yaml
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

@@ -7,8 +7,14 @@ neither the right status nor the envelope). Handlers trust only this context.
 """
 
 from relaynet.identity import authorize, bearer
+from relaynet.store import table
+
+# The DynamoDB actions this function may use (its policy in template.yaml names exactly these):
+# one GetItem of the token's hash.
+DYNAMODB_ACTIONS = ("GetItem",)
 
 
+@table.declares(DYNAMODB_ACTIONS, "authorizer")
 def handler(event, context):
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     token = bearer(headers.get("authorization") or next(iter(event.get("identitySource") or []), None))

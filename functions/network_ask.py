@@ -8,7 +8,12 @@ from relaynet import messaging
 from relaynet.http.api import ToolApp
 from relaynet.models.worker import AskRequest
 
-tool = ToolApp("network_ask")
+# The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
+# and relaynet.store.table refuses any other while the handler runs (UpdateItem covers the
+# presence refresh; a tool taking an Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
+DYNAMODB_ACTIONS = ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")
+
+tool = ToolApp("network_ask", actions=DYNAMODB_ACTIONS)
 
 
 @tool.route

@@ -8,7 +8,12 @@ from relaynet import claims
 from relaynet.http.api import ToolApp
 from relaynet.models.worker import ClaimRequest
 
-tool = ToolApp("network_claim")
+# The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
+# and relaynet.store.table refuses any other while the handler runs (UpdateItem covers the
+# presence refresh; a tool taking an Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
+DYNAMODB_ACTIONS = ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")
+
+tool = ToolApp("network_claim", actions=DYNAMODB_ACTIONS)
 
 
 @tool.route

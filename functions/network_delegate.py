@@ -8,7 +8,12 @@ from relaynet import tasks
 from relaynet.http.api import ToolApp
 from relaynet.models.worker import DelegateRequest
 
-tool = ToolApp("network_delegate")
+# The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
+# and relaynet.store.table refuses any other while the handler runs (UpdateItem covers the
+# presence refresh; a tool taking an Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
+DYNAMODB_ACTIONS = ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")
+
+tool = ToolApp("network_delegate", actions=DYNAMODB_ACTIONS)
 
 
 @tool.route

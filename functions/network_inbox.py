@@ -8,7 +8,12 @@ from relaynet import messaging
 from relaynet.http.api import ToolApp
 from relaynet.models.worker import InboxRequest
 
-tool = ToolApp("network_inbox")
+# The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
+# and relaynet.store.table refuses any other while the handler runs (UpdateItem covers the
+# presence refresh; a tool taking an Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
+DYNAMODB_ACTIONS = ("Query", "BatchGetItem", "UpdateItem", "DeleteItem", "PutItem")
+
+tool = ToolApp("network_inbox", actions=DYNAMODB_ACTIONS)
 
 
 @tool.route

@@ -8,7 +8,12 @@ from relaynet import artifacts
 from relaynet.http.api import ToolApp
 from relaynet.models.worker import PublishArtifactRequest
 
-tool = ToolApp("network_publish_artifact")
+# The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
+# and relaynet.store.table refuses any other while the handler runs (UpdateItem covers the
+# presence refresh; a tool taking an Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
+DYNAMODB_ACTIONS = ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")
+
+tool = ToolApp("network_publish_artifact", actions=DYNAMODB_ACTIONS)
 
 
 @tool.route

@@ -8,7 +8,12 @@ from relaynet import claims, tasks
 from relaynet.http.api import ToolApp
 from relaynet.models.worker import TaskGetRequest
 
-tool = ToolApp("network_task_get")
+# The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
+# and relaynet.store.table refuses any other while the handler runs (UpdateItem covers the
+# presence refresh; a tool taking an Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
+DYNAMODB_ACTIONS = ("Query", "UpdateItem")
+
+tool = ToolApp("network_task_get", actions=DYNAMODB_ACTIONS)
 
 
 @tool.route

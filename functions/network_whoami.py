@@ -8,7 +8,12 @@ from relaynet import directory
 from relaynet.http.api import ToolApp
 from relaynet.models.worker import WhoamiRequest
 
-tool = ToolApp("network_whoami")
+# The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
+# and relaynet.store.table refuses any other while the handler runs (UpdateItem covers the
+# presence refresh; a tool taking an Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
+DYNAMODB_ACTIONS = ("BatchGetItem", "UpdateItem")
+
+tool = ToolApp("network_whoami", actions=DYNAMODB_ACTIONS)
 
 
 @tool.route

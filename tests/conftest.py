@@ -85,6 +85,22 @@ def _fresh_settings():
     settings.cache_clear()
 
 
+class _OneRequestAtATime:
+    """moto's backends are not thread-safe (a conditional write checks and writes in two steps, a
+    transaction deep-copies tables another request is changing), and its threaded server runs
+    requests at once: serve one request at a time, so each is atomic as in DynamoDB while the
+    clients' threads still interleave between requests."""
+
+    def __init__(self, app):
+        import threading
+
+        self.app, self.lock = app, threading.Lock()
+
+    def __call__(self, environ, start_response):
+        with self.lock:
+            return list(self.app(environ, start_response))
+
+
 @pytest.fixture
 def server_table():
     """A table on moto in *server mode* (a real HTTP endpoint on a loopback port), for races
@@ -102,6 +118,7 @@ def server_table():
         port = s.getsockname()[1]
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
+    server._server.app = _OneRequestAtATime(server._server.app)
     endpoint = f"http://127.0.0.1:{port}"
     import urllib.request
 

@@ -1,5 +1,8 @@
-"""template.yaml: valid for cfn-lint, one function per handler file, the routes and names the
-protocol fixes (PROTOCOL.md 1, 2, 7), and the table every handler and test relies on."""
+"""template.yaml: valid for cfn-lint and `sam validate --lint`, built by `sam build` without
+Docker, one function per handler file, the routes and names the protocol fixes (PROTOCOL.md 1,
+2, 7), the table every handler and test relies on, and what production needs (authorizer
+permission, log retention, parameters, outputs, arm64). Policies: tests/test_policies.py;
+OpenAPI: tests/test_openapi.py."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -171,7 +175,7 @@ def test_configuration_reaches_every_function(template):
     }
     assert env["POWERTOOLS_SERVICE_NAME"] == "relaynet"
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Relaynet"
-    assert "LOG_LEVEL" in env
+    assert "POWERTOOLS_LOG_LEVEL" in env
     outputs = load_yaml(TEMPLATE)["Outputs"]
     assert {"ApiUrl", "TableName"} <= set(outputs)
 
@@ -183,3 +187,157 @@ def test_layer_is_built_from_shared():
     requirements = (ROOT / "shared" / "requirements.txt").read_text(encoding="utf-8").lower()
     for package in ("aws-lambda-powertools", "pydantic", "pyyaml"):
         assert package in requirements
+
+
+# --------------------------------------------------------------------------------------------
+# Production settings
+
+
+def _resources() -> dict:
+    return load_yaml(TEMPLATE)["Resources"]
+
+
+def test_runtime_and_architecture_match_the_layer():
+    doc = load_yaml(TEMPLATE)
+    fn = doc["Globals"]["Function"]
+    layer = next(r for r in doc["Resources"].values() if r["Type"] == "AWS::Serverless::LayerVersion")
+    assert fn["Runtime"] == "python3.11"  # `sam build` without Docker needs this Python locally (CI: 3.11)
+    assert fn["Architectures"] == ["arm64"]
+    assert layer["Properties"]["CompatibleRuntimes"] == [fn["Runtime"]]
+    assert layer["Properties"]["CompatibleArchitectures"] == fn["Architectures"]
+    assert layer["Metadata"] == {"BuildMethod": fn["Runtime"], "BuildArchitecture": "arm64"}
+    for lid, r in doc["Resources"].items():
+        if r["Type"] == "AWS::Serverless::Function":
+            props = r["Properties"]
+            assert "Runtime" not in props and "Architectures" not in props and "Layers" not in props, lid
+
+
+def test_every_function_and_the_api_log_with_the_retention_parameter():
+    doc = load_yaml(TEMPLATE)
+    groups = {lid: r["Properties"] for lid, r in doc["Resources"].items() if r["Type"] == "AWS::Logs::LogGroup"}
+    assert all(g["RetentionInDays"] == {"Ref": "LogRetentionDays"} for g in groups.values())
+    for lid, r in doc["Resources"].items():
+        if r["Type"] == "AWS::Serverless::Function":
+            group = groups[lid.removesuffix("Function") + "LogGroup"]
+            assert group["LogGroupName"] == {"Fn::Sub": f"/aws/lambda/${{{lid}}}"}
+    access = doc["Resources"]["HttpApi"]["Properties"]["AccessLogSettings"]["DestinationArn"]
+    assert access == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
+
+
+def test_parameters_cover_the_configuration_and_reach_the_environment():
+    doc = load_yaml(TEMPLATE)
+    env = doc["Globals"]["Function"]["Environment"]["Variables"]
+    wanted = {"OfferTtlSeconds": "RELAYNET_OFFER_TTL_SECONDS", "PresenceTimeoutSeconds": "RELAYNET_PRESENCE_TIMEOUT_SECONDS",
+              "ChannelTtlSeconds": "RELAYNET_CHANNEL_TTL_SECONDS", "ReplyWithinSeconds": "RELAYNET_REPLY_WITHIN_SECONDS",
+              "MaxWaitSeconds": "RELAYNET_MAX_WAIT_SECONDS", "LogLevel": "POWERTOOLS_LOG_LEVEL"}
+    for param, variable in wanted.items():
+        assert param in doc["Parameters"], param
+        assert env[variable] == {"Ref": param}, variable
+    assert doc["Parameters"]["MaxWaitSeconds"]["MaxValue"] < doc["Globals"]["Function"]["Timeout"] < 30
+    assert {"ApiUrl", "TableName"} <= set(doc["Outputs"])
+
+
+def test_the_api_may_invoke_the_authorizer_and_caches_its_answer_briefly():
+    auth = _resources()["HttpApi"]["Properties"]["Auth"]
+    spec = auth["Authorizers"][auth["DefaultAuthorizer"]]
+    # Without it SAM creates no AWS::Lambda::Permission and every authorised route answers 500.
+    assert spec["EnableFunctionDefaultPermissions"] is True
+    assert 0 < spec["Identity"]["ReauthorizeEvery"] <= 60
+
+
+def test_the_table_is_kept_and_recoverable():
+    table = _resources()["Table"]
+    assert table["DeletionPolicy"] == table["UpdateReplacePolicy"] == "Retain"
+    assert table["Properties"]["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert table["Properties"]["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
+
+
+def test_sam_translates_the_template_with_the_authorizer_permission_and_one_role_per_function():
+    """The transform `sam deploy` runs (aws-sam-translator, no AWS account needed)."""
+    pytest.importorskip("samtranslator", reason="aws-sam-cli (aws-sam-translator) is not installed")
+    from samtranslator.translator.transform import transform
+    from samtranslator.yaml_helper import yaml_parse
+
+    doc = yaml_parse(TEMPLATE.read_text(encoding="utf-8"))
+    doc["Globals"]["Function"]["CodeUri"] = "s3://bucket/functions.zip"  # what `sam package` substitutes
+    doc["Resources"]["SharedLayer"]["Properties"]["ContentUri"] = "s3://bucket/layer.zip"
+
+    class Policies:
+        def load(self):
+            return {"AWSLambdaBasicExecutionRole": "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+                    "AWSXrayWriteOnlyAccess": "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess"}
+
+        get_managed_policy_map = load
+
+    env = {k: os.environ.get(k) for k in ("AWS_DEFAULT_REGION",)}
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    try:
+        out = transform(doc, {}, Policies())["Resources"]
+    finally:
+        for k, v in env.items():
+            if v is None:
+                os.environ.pop(k, None)
+    permissions = [r["Properties"] for r in out.values() if r["Type"] == "AWS::Lambda::Permission"]
+    assert any(p["FunctionName"] == {"Fn::GetAtt": ["AuthorizerFunction", "Arn"]} and
+               p["Principal"] == "apigateway.amazonaws.com" for p in permissions)
+    functions = [lid for lid, r in out.items() if r["Type"] == "AWS::Lambda::Function"]
+    roles = [lid for lid, r in out.items() if r["Type"] == "AWS::IAM::Role"]
+    assert len(roles) == len(functions) == len(handler_files())
+    rules = [r for r in out.values() if r["Type"] == "AWS::Events::Rule"]
+    assert [r["Properties"]["ScheduleExpression"] for r in rules] == ["rate(1 minute)"]
+
+
+# --------------------------------------------------------------------------------------------
+# The SAM CLI: `sam validate --lint` and `sam build` (no Docker, no AWS account)
+
+
+def _sam() -> str:
+    exe = Path(sys.executable).parent / ("sam.exe" if os.name == "nt" else "sam")
+    found = str(exe) if exe.exists() else shutil.which("sam")
+    if not found:
+        pytest.skip("the `sam` executable is missing (pip install -e '.[test]' installs aws-sam-cli)")
+    return found
+
+
+def _sam_env() -> dict[str, str]:
+    # The venv's bin first: `sam build` looks for python3.11 (the runtime) and pip on PATH.
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "SAM_CLI_TELEMETRY": "0", "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1")}
+
+
+@pytest.mark.sam
+def test_sam_validate_lint_is_clean(tmp_path):
+    proc = subprocess.run([_sam(), "validate", "--lint", "--template-file", str(TEMPLATE)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_sam_env())
+    print(proc.stdout, proc.stderr)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "is a valid SAM Template" in proc.stdout + proc.stderr
+
+
+@pytest.mark.sam
+def test_sam_build_builds_every_function_and_the_layer_without_docker(tmp_path):
+    """`sam build` the way a user runs it before `sam deploy` (pip downloads the layer's arm64
+    wheels). Budget: 3 minutes; it takes about 10 s with a warm pip cache."""
+    interpreter = load_yaml(TEMPLATE)["Globals"]["Function"]["Runtime"]  # python3.11: what sam looks for
+    if not shutil.which(interpreter, path=_sam_env()["PATH"]):
+        pytest.skip(f"no {interpreter} on PATH: `sam build` without a container needs the runtime's Python")
+    build = tmp_path / "build"
+    started = time.monotonic()
+    proc = subprocess.run([_sam(), "build", "--template-file", str(TEMPLATE), "--build-dir", str(build),
+                           "--cache-dir", str(tmp_path / "cache")],
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path, env=_sam_env())
+    elapsed = time.monotonic() - started
+    print(proc.stdout[-3000:], proc.stderr[-3000:], f"sam build took {elapsed:.1f} s")
+    assert proc.returncode == 0 and "Build Succeeded" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert elapsed < 180
+    built = load_yaml(build / "template.yaml")["Resources"]
+    for stem in handler_files():
+        lid = logical_id(stem)
+        assert (build / lid / f"{stem}.py").is_file(), f"{lid} was not built"
+        assert built[lid]["Properties"]["CodeUri"] == lid
+    layer = build / "SharedLayer" / "python"
+    for package in ("relaynet/__init__.py", "relaynet/store/table.py", "aws_lambda_powertools", "pydantic",
+                    "pydantic_core", "yaml", "boto3", "botocore"):
+        assert (layer / package).exists(), f"the layer lacks {package}"
+    assert list(layer.glob("pydantic_core/_pydantic_core*aarch64*.so")), "the layer's binary wheels are not arm64"
+    assert built["SharedLayer"]["Properties"]["ContentUri"] == "SharedLayer"

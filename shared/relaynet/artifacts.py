@@ -17,17 +17,25 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
 def check_uri(uri: str) -> str:
-    """An absolute URI of an allowed scheme or a relative path; raises InvalidArgument (``uri``)."""
+    """An absolute URI of an allowed scheme (``https``, ``http``, ``s3``, ``git``, ``file``) with a
+    location, or a relative path; no whitespace or control characters anywhere (PROTOCOL.md 4.11).
+    Raises InvalidArgument naming ``uri``."""
     value = uri.strip()
+    if not value:
+        raise InvalidArgument.field("uri", "must be an absolute URI or a relative path")
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidArgument.field("uri", "must not contain spaces or control characters (percent-encode them)")
     match = _SCHEME.match(value)
     if match and not re.match(r"^[A-Za-z]:[\\/]", value):
         scheme = match.group(1).lower()
         if scheme not in _SCHEMES:
             raise InvalidArgument.field("uri", f"scheme {scheme!r} is not one of {', '.join(_SCHEMES)}")
-        if scheme != "file" and not value[len(scheme) + 1:].startswith("//"):
-            raise InvalidArgument.field("uri", "an absolute URI needs '//' after the scheme")
-    elif not value:
-        raise InvalidArgument.field("uri", "must be an absolute URI or a relative path")
+        rest = value[len(scheme) + 1:]
+        if scheme == "file":
+            if not rest.startswith("/"):
+                raise InvalidArgument.field("uri", "a file URI is file:///absolute/path")
+        elif not rest.startswith("//") or len(rest.strip("/")) == 0:
+            raise InvalidArgument.field("uri", f"a {scheme} URI needs a location: {scheme}://host/...")
     return value
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Type
 
+from relaynet.models import control as c
+from relaynet.models import plugin as p
 from relaynet.models import worker as w
 from relaynet.models.common import Request
 
@@ -16,8 +18,8 @@ HOW_TO_ACT = (
     "Only tool calls reach other agents: your plain text output is seen by no one on the network."
 )
 CLAIMS_ARE_COORDINATION = (
-    "Claims are coordination, not permission: never edit a scope another instance holds, and "
-    "claim before you edit."
+    "Claims are coordination, not permission: holding one does not make a change right, and you "
+    "never work on a scope another instance holds."
 )
 
 
@@ -39,40 +41,47 @@ class Tool:
 WORKER_TOOLS: tuple[Tool, ...] = (
     Tool("network_whoami", "worker", w.WhoamiRequest,
          "Who am I on this Relaynet network: your instance id, your agent definition (name, "
-         "operator-set capabilities, groups, responsibilities) and the network. Call it first."),
+         "operator-set capabilities, groups, responsibilities) and the network. Call it first. "
+         + HOW_TO_ACT),
     Tool("network_discover", "worker", w.DiscoverRequest,
          "List the agents, their live instances and capabilities, groups, resources and recent "
          "tasks. Pass resourceKey and/or action (e.g. action='review') to get ranked candidates "
          "who are responsible for that work, before you delegate or ask."),
     Tool("network_ask", "worker", w.AskRequest,
-         "Send a message (an ask) to another agent (toAgent, by name or group slug) or a specific "
-         "instance (toInstance); continue a conversation with threadId. Returns the threadId the "
-         "answer will come back on. " + HOW_TO_ACT),
+         "Send a message (an ask) to another agent (toAgent: an agent name, or a group slug to "
+         "reach every member but your own agent) or a specific instance (toInstance); continue a "
+         "conversation with threadId. Returns the threadId the answer will come back on; the "
+         "answer arrives in network_inbox. Unknown names are 404 and nothing is sent. "
+         + HOW_TO_ACT),
     Tool("network_inbox", "worker", w.InboxRequest,
          "Fetch your new messages (asks, replies, task offers, task updates, channel turns), oldest "
-         "first, at most 100; more=true means call again. Each message is handed to you once and "
-         "carries instructions on which tool to answer with. Check it whenever you finish a step."),
+         "first, at most 100; more=true means call again. Each message is handed to exactly one "
+         "instance of your agent, once, and carries instructions naming the tool to act with; "
+         "follow them. Check it whenever you finish a step and before you stop. " + HOW_TO_ACT),
     Tool("network_reply", "worker", w.ReplyRequest,
          "Reply in a thread you take part in; the reply goes to the participant who last wrote to "
-         "it. Use this to answer an ask from your inbox. " + HOW_TO_ACT),
+         "it (403 if your agent is not a participant). Use this to answer an ask from your inbox. "
+         + HOW_TO_ACT),
     Tool("network_delegate", "worker", w.DelegateRequest,
          "Hand work to another agent as a task with an objective and acceptance criteria (never "
          "as a chat message). Target an agent or group (toAgent), an instance (toInstance), or "
          "only a resource to route it to whoever is responsible. You get task_update messages in "
-         "your inbox as it progresses."),
+         "your inbox as it progresses. " + HOW_TO_ACT),
     Tool("network_task_get", "worker", w.TaskGetRequest,
          "Read one task in full: state, assignee, acceptance criteria, history, progress, "
          "artifacts and active claims."),
     Tool("network_task_update", "worker", w.TaskUpdateRequest,
          "Move a task through its life: accept an offer (status=accepted) before doing any work, "
-         "then working, blocked (reason required), completed (reason = the evidence) or failed "
-         "(reason required). The creator may cancel. Illegal moves answer 409 with the allowed states."),
+         "and only then work; then report working, blocked (reason required), completed (reason = "
+         "the evidence) or failed (reason required). The creator may cancel. Illegal moves answer "
+         "409 with the allowed states. The creator learns only what you report here. " + HOW_TO_ACT),
     Tool("network_claim", "worker", w.ClaimRequest,
          "Take an exclusive, time-limited claim on files (a glob such as 'src/api/**'), a task key "
          "or a resource before you change them; claiming the same scope again renews it. A 409 "
          "names the holder: then work elsewhere or ask them. " + CLAIMS_ARE_COORDINATION),
     Tool("network_release", "worker", w.ReleaseRequest,
-         "Release a claim you hold as soon as you are done with the scope, so others may take it."),
+         "Release a claim you hold as soon as you are done with the scope, so others may take it. "
+         + CLAIMS_ARE_COORDINATION),
     Tool("network_publish_artifact", "worker", w.PublishArtifactRequest,
          "Record something you produced (pull request, commit, test report, document, file) by "
          "URI, optionally attached to a task so its creator sees it."),
@@ -82,8 +91,85 @@ WORKER_TOOLS: tuple[Tool, ...] = (
 )
 
 # The plugin surface (PROTOCOL.md 5) and the control surface (PROTOCOL.md 6) add their tuples here.
-PLUGIN_TOOLS: tuple[Tool, ...] = ()
-CONTROL_TOOLS: tuple[Tool, ...] = ()
+PLUGIN_TOOLS: tuple[Tool, ...] = (
+    Tool("delegate", "plugin", p.ConsultRequest,
+         "Consult another agent once and wait for its answer: opens a consulting channel with "
+         "target, posts your prompt, and returns the reply text (or null if it has not come within "
+         "the timeout; then check channels info). For real work with acceptance criteria use "
+         "network_delegate instead. " + HOW_TO_ACT),
+    Tool("peers", "plugin", p.PeersRequest,
+         "Find other agents (action='find': filter by query over their summary or a capability id; "
+         "sort_by name, cost or track_record) or read one in full (action='describe', name=...: "
+         "passport, resume with observed track record, and its SKILL.md)."),
+    Tool("channels", "plugin", p.ChannelsRequest,
+         "Structured conversations with turn-taking: action='open' (type conversation | discussion | "
+         "consulting | workflow, target name or names, optional first message), 'list' your "
+         "channels, 'info' (whose turn it is, your_tools, the last 20 envelopes), 'close'. "
+         "New envelopes reach you through network_inbox."),
+    Tool("tasks", "plugin", p.TasksRequest,
+         "Work on the hub's tasks: action='progress' (report progress on a task assigned to you), "
+         "'complete' (result = the evidence), 'list' (yours or all), 'status', 'wait' (until it "
+         "finishes or timeout), 'cancel' (a task you created)."),
+    Tool("context", "plugin", p.ContextRequest,
+         "Look things up: action='search' (query over messages in your channels, or "
+         "scope='knowledge' for the network's tasks and artifacts) or action='quote' (a speaker's "
+         "last recent_n texts in a channel or thread you can see)."),
+    Tool("say", "plugin", p.SayRequest,
+         "Post text in a conversation, discussion or consulting channel when it is your turn "
+         "(channels info shows your_tools). Out of turn is refused with not_your_turn. " + HOW_TO_ACT),
+    Tool("handoff", "plugin", p.HandoffRequest,
+         "Take your turn in a workflow channel: optional content, context variables to set, then "
+         "finish (a summary; closes the workflow with reason) or target (who speaks next) or let "
+         "the workflow graph decide (tool names the routing tool you called)."),
+)
+CONTROL_TOOLS: tuple[Tool, ...] = (
+    Tool("control_whoami", "control", c.NoArgs,
+         "Who you are as a representative: your grants per network and the active network."),
+    Tool("control_list_networks", "control", c.NoArgs,
+         "The networks you hold grants on, with the grant level of each."),
+    Tool("control_use_network", "control", c.UseNetworkRequest,
+         "Make a network your active one; later calls without networkId act on it (needs observe)."),
+    Tool("control_network_status", "control", c.NoArgs,
+         "Counts for the network: agents, instances by availability, tasks by state, active claims, open channels."),
+    Tool("control_list_agents", "control", c.NoArgs,
+         "Every agent definition with its instances and their availability."),
+    Tool("control_find_agents", "control", c.FindAgentsRequest,
+         "Rank the agents responsible for a resource and/or action, as network_discover does."),
+    Tool("control_list_tasks", "control", c.ListTasksRequest,
+         "Tasks of the network, newest first, optionally of one status."),
+    Tool("control_task_status", "control", c.TaskRequest,
+         "One task in full: history, progress, artifacts and claims."),
+    Tool("control_list_blocked", "control", c.NoArgs,
+         "What is stuck: blocked tasks, pending tasks nobody is eligible for, offline instances holding tasks."),
+    Tool("control_get_history", "control", c.HistoryRequest,
+         "Recent events of the network (messages, task transitions, claims, channel events), newest first."),
+    Tool("control_get_thread", "control", c.ThreadRequest,
+         "A thread with all its messages."),
+    Tool("control_get_graph", "control", c.NoArgs,
+         "The network as a graph {nodes, edges}: agents, instances, groups, resources; delegations, asks, claims, membership."),
+    Tool("control_ask", "control", c.ControlAskRequest,
+         "Send an ask to an agent, group or instance as the representative (needs communicate)."),
+    Tool("control_reply", "control", c.ControlReplyRequest,
+         "Reply in a thread as the representative (needs communicate)."),
+    Tool("control_delegate", "control", c.ControlDelegateRequest,
+         "Create a task for an agent, group, instance or resource on your owner's behalf (needs delegate)."),
+    Tool("control_wake_agent", "control", c.WakeRequest,
+         "Nudge an agent or instance with a notice in its inbox (needs operate)."),
+    Tool("control_launch_agent", "control", c.LaunchRequest,
+         "Register a new instance of an agent and get its token, shown once (needs operate)."),
+    Tool("control_stop_agent", "control", c.TwoStepRequest,
+         "Stop an instance in two steps: first call returns a confirmationId (valid 5 minutes); call again with it to revoke the token, release its claims and requeue its tasks (needs operate)."),
+    Tool("control_restart_agent", "control", c.TwoStepRequest,
+         "Restart an instance in two steps (confirmationId as for stop): rotates its token (the new one is shown once) and clears stopped (needs operate)."),
+    Tool("control_release_claim", "control", c.ReleaseClaimRequest,
+         "Release any claim of the network, e.g. one held by a stuck instance (needs operate)."),
+    Tool("control_cancel_task", "control", c.CancelTaskRequest,
+         "Cancel a non-terminal task (needs delegate)."),
+    Tool("control_channel_send", "control", c.ChannelSendRequest,
+         "Post a message into your conversation with your owner."),
+    Tool("control_channel_history", "control", c.ChannelHistoryRequest,
+         "Read your conversation with your owner, oldest first."),
+)
 
 TOOLS: dict[str, Tool] = {t.name: t for t in (*WORKER_TOOLS, *PLUGIN_TOOLS, *CONTROL_TOOLS)}
 

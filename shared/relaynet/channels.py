@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from relaynet import adapters, clock, ids, peers
+from relaynet import adapters, clock, events, ids, peers
 from relaynet.adapters import AdapterError, Send
 from relaynet.config import settings
 from relaynet.directory import load
@@ -225,12 +225,15 @@ def open_channel(principal: Principal, channel_type: str, targets: list[str], kn
             "participants": [{"agent": n, "role": r, "order": i} for i, (n, r) in enumerate(zip(members, roles))],
             "state": "active", "knobs": knobs or {}, "intent": intent, "created_at": clock.iso(now),
             "expires_ms": expires, "seq": 1, "adapter_state": state, "opener": principal.actor,
-            "GSI1PK": k.CHANNEL_TIMERS, "GSI1SK": k.timer_sk(expires, net, ch_id)}
+            "GSI1PK": k.CHANNEL_TIMERS, "GSI1SK": k.timer_sk(expires, net, ch_id),
+            "GSI2PK": k.channels_index(net), "GSI2SK": ch_id}
     _, opened = _envelope_actions(net, head, state, 1, principal.agent, "opened",
                                   {"type": channel_type, "intent": intent, "participants": members}, None, now)
     memberships = [t.tx_put({"PK": mpk, "SK": msk, "channel_id": ch_id, "created_at": head["created_at"]})
                    for mpk, msk in (k.membership(net, n, ch_id) for n in members)]
-    t.transact([t.tx_put(head, "attribute_not_exists(PK)"), *opened, *memberships])
+    opened_event = events.event_action(net, "channel", principal.actor, f"{channel_type} channel opened by "
+                                       f"{principal.agent} with {', '.join(targets)}", channelId=ch_id, state="active")
+    t.transact([t.tx_put(head, "attribute_not_exists(PK)"), *opened, *memberships, opened_event])
     out: dict[str, Any] = {"channel_id": ch_id, "type": channel_type, "participants": head["participants"]}
     if message is not None:
         a = adapters.adapter(channel_type)
@@ -272,8 +275,11 @@ def _finish(channel: dict[str, Any], sender: str | None, reason: str, now_ms: in
     seq = int(channel["seq"]) + 1
     _, actions = _envelope_actions(channel["network_id"], channel, channel["adapter_state"], seq, sender, final_state,
                                    {"reason": reason}, None, now_ms, closing=reason)
+    event = events.event_action(channel["network_id"], "channel", {"agent": sender} if sender else {"system": "router"},
+                                f"channel {channel['channel_id']} {final_state}: {reason}",
+                                channelId=channel["channel_id"], state=final_state)
     t.transact([_head_update(channel, channel["adapter_state"], seq, now_ms, reason, final_state), *actions,
-                *(extra or [])])
+                *(extra or []), event])
 
 
 def info(principal: Principal, channel_id: str) -> dict[str, Any]:

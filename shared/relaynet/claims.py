@@ -1,22 +1,71 @@
 """Advisory, exclusive, time-limited claims (PROTOCOL.md 4.9, 4.10, 8).
 
-Claims are serialised per network by optimistic concurrency (DESIGN.md): read the claims
-partition strongly consistently (its HEAD holds a counter), drop inactive claims, decide overlap
-in memory with the exact glob intersection of :mod:`relaynet.globs`, then one TransactWriteItems:
-``counter = counter + 1`` on condition ``counter = :seen`` and the new claim on
-``attribute_not_exists``. A cancelled transaction means another claim landed first: read again
-and retry (bounded, with jitter). The new counter is the fencing token, so tokens strictly
-increase across successful claims. A claim past ``expiresAt`` is inactive at once, whatever
-DynamoDB's TTL deletion is doing.
+Serialisation (DESIGN.md)
+-------------------------
+Claims are serialised per network by optimistic concurrency on the claims HEAD counter. A
+claim call reads the hot claims partition ``NET#<net>#CLAIMS`` strongly consistently (HEAD and
+every claim item), decides overlap in memory with the exact glob intersection of
+:mod:`relaynet.globs`, then makes one TransactWriteItems:
+
+* HEAD ``counter = counter + 1`` on condition ``counter = :seen``, and
+* a new claim: Put on ``attribute_not_exists`` with ``fencingToken`` = the new counter; or a
+  renewal (the same instance claims exactly the same scope again, PROTOCOL.md 4.9): Update of
+  its ``expiresAt`` on condition ``expiresAt = :seen``, keeping ``claimId`` and ``fencingToken``.
+
+A cancelled transaction means another claim or renewal landed first: read again and retry
+(:data:`MAX_ATTEMPTS`, full jitter); under contention a loser re-reads, sees the winner and
+answers 409 naming it, so of any number of concurrent overlapping claims exactly one succeeds.
+The token is the counter, so tokens strictly increase across successful claims. Renewals bump
+the counter too (their token is unchanged; the counter skips a value): otherwise a renewal
+judged "still active" by one clock could land next to a new claim that judged the same claim
+expired by another clock. Releases do not touch HEAD: removing a claim can only free scopes,
+and a claim that read it before the release answers 409 at its read, which is linearisable.
+
+The Query reads in *descending* sort-key order so HEAD (``HEAD`` sorts after ``CLAIM#``) is read
+before the claims: DynamoDB's Query is only read-committed against transactions, and a counter
+read *after* the claims could already include a transaction whose claim the query missed. Read
+first, any transaction committed after it moves the counter and cancels ours.
+
+Expiry
+------
+A claim past ``expiresAt`` is inactive at once, by the reader's clock, whatever DynamoDB's TTL
+deletion is doing: every read (claim, release, task get, release on a terminal task) checks
+``expiresAt`` itself; ``ttl`` is cleanup only.
+
+Where ended claims go (the hot partition holds only live claims)
+---------------------------------------------------------------
+A claim call costs one Query over the hot partition, so the partition must not accumulate
+ended claims (before, released and expired items stayed until their TTL, a day later, and every
+claim call read them all). Ended claims therefore *move* to ``NET#<net>#CLAIMS#ENDED`` (same
+``CLAIM#<clm>`` sort key, the whole item plus ``endedAt`` and ``endReason``
+``released`` | ``expired``, ``ttl`` one day after the end):
+
+* a release moves the claim in one transaction (Delete on ``expiresAt = :seen``, Put on
+  ``attribute_not_exists``);
+* a claim transaction also moves up to :data:`MOVE_PER_CALL` lapsed claims it read (the same
+  Delete + Put pairs), so each expired claim is read by at most a few calls after it lapses and
+  costs no extra request. A claim nobody ever releases and no later claim call sees is removed
+  by TTL as before.
+
+The hot partition thus holds the active claims plus a bounded backlog of recently lapsed
+ones, and a claim call's time grows linearly in the *active* claims: one Query page per ~1 MB of
+them, one decode each, and one overlap test each only within the request's namespace
+(``scopeType`` and ``resourceId``), against scopes compiled once and memoised by
+:mod:`relaynet.globs`; path scopes are first bucketed by their literal first segment, so the
+dynamic program runs only on claims that could overlap at all. ``network_release`` answers
+``expired`` / ``already_released`` from the ended record for a day (one GetItem more than for a
+live claim), then 404.
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import time
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
 
-from relaynet import clock, globs, ids
+from relaynet import clock, events, globs, ids
 from relaynet.errors import ClaimConflict, Conflict, InvalidArgument, NotFound, PermissionDenied
 from relaynet.identity import Principal
 from relaynet.models.worker import ClaimRequest, ReleaseRequest
@@ -25,7 +74,16 @@ from relaynet.store import keys as k
 from relaynet.store import table as t
 
 MAX_ATTEMPTS = 60
-KEEP_AFTER_END_S = 86_400  # released/expired claims stay readable a day (for release answers)
+KEEP_AFTER_END_S = 86_400  # ended claims stay readable a day (for release answers)
+MOVE_PER_CALL = 16  # lapsed claims moved out of the hot partition by one claim transaction
+
+#: The DynamoDB item actions (IAM names) each entry point into this module needs.
+DYNAMODB_ACTIONS = {
+    "claim": frozenset({"GetItem", "Query", "UpdateItem", "PutItem", "DeleteItem"}),
+    "release": frozenset({"GetItem", "PutItem", "DeleteItem"}),
+    "release_for_task": frozenset({"Query", "GetItem", "PutItem", "DeleteItem"}),
+    "active_for_task": frozenset({"Query"}),
+}
 
 
 def normalise_scope(scope_type: str, scope: str) -> str:
@@ -37,6 +95,9 @@ def normalise_scope(scope_type: str, scope: str) -> str:
         value = scope.strip()
         if not value:
             raise InvalidArgument.field("scope", "a task scope must not be empty")
+        if len(value) > globs.MAX_SCOPE_LENGTH:
+            raise InvalidArgument.field("scope", f"scope is {len(value)} characters long; the limit is "
+                                                 f"{globs.MAX_SCOPE_LENGTH}")
         return value
     try:
         return globs.normalise(scope)
@@ -45,16 +106,8 @@ def normalise_scope(scope_type: str, scope: str) -> str:
 
 
 def is_active(claim: dict[str, Any], now_ms: int) -> bool:
-    """Not released and not past ``expiresAt``."""
+    """A live claim: not released and not past ``expiresAt``."""
     return not claim.get("releasedAt") and int(claim["expiresAt"]) > now_ms
-
-
-def _overlap(a: dict[str, Any], scope_type: str, scope: str, resource_id: str | None) -> bool:
-    if a["scopeType"] != scope_type or a.get("resourceId") != resource_id:
-        return False
-    if scope_type == "task":
-        return a["scope"] == scope
-    return globs.overlaps(a["scope"], scope)
 
 
 def view(claim: dict[str, Any]) -> dict[str, Any]:
@@ -67,67 +120,153 @@ def view(claim: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _read(net: str, now_ms: int) -> tuple[int, list[dict[str, Any]]]:
-    """(head counter, active claims) of the network, strongly consistent."""
-    items = t.query(k.claims_pk(net), filter_expr="#kind = :head OR (attribute_not_exists(releasedAt) AND expiresAt > :now)",
-                    filter_values=t.values(head="head", now=now_ms), filter_names={"#kind": "kind"})
-    counter = 0
-    active = []
-    for item in items:
-        if item.get("kind") == "head":
-            counter = int(item.get("counter", 0))
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass
+class _Snapshot:
+    counter: int = 0  # HEAD's counter: the last fencing token issued (0 before the first claim)
+    active: list[dict[str, Any]] = field(default_factory=list)  # oldest first
+    lapsed: list[dict[str, Any]] = field(default_factory=list)  # still in the hot partition
+
+
+def _read(net: str, now_ms: int) -> _Snapshot:
+    """HEAD, then the claims of the hot partition, strongly consistent (HEAD first: see above)."""
+    snap = _Snapshot()
+    for item in t.query(k.claims_pk(net), forward=False):
+        if item["SK"] == k.claims_head(net)[1]:
+            snap.counter = int(item.get("counter", 0))
         elif is_active(item, now_ms):
-            active.append(item)
-    return counter, active
+            snap.active.append(item)
+        else:
+            snap.lapsed.append(item)
+    snap.active.reverse()
+    snap.lapsed.reverse()
+    return snap
+
+
+def _head(pattern: globs.Pattern) -> frozenset[str] | None:
+    """The literal first segments of ``pattern``'s alternatives, or None if one is not literal.
+
+    Two patterns can only overlap if some pair of alternatives can share a first segment, so a
+    claim whose heads are all literal need only be tested against claims with one of the same
+    heads or a non-literal one.
+    """
+    heads = set()
+    for alt in pattern.alternatives:
+        first = alt[0]
+        if first is globs.DOUBLESTAR or not all(tok.__class__ is str for tok in first):
+            return None
+        heads.add("".join(first))
+    return frozenset(heads)
+
+
+def _overlapping(active: Iterable[dict[str, Any]], scope_type: str, scope: str,
+                 resource_id: str | None) -> list[dict[str, Any]]:
+    """Active claims that overlap the (normalised) scope in its namespace (PROTOCOL.md 4.9, 8)."""
+    same_ns = [c for c in active if c["scopeType"] == scope_type and c.get("resourceId") == resource_id]
+    if scope_type == "task":
+        return [c for c in same_ns if c["scope"] == scope]
+    mine = globs.compile_scope(scope)
+    mine_heads = _head(mine)
+    out = []
+    for c in same_ns:
+        other = globs.compile_scope(c["scope"])
+        if mine_heads is not None:
+            heads = _head_cached(other)
+            if heads is not None and not (heads & mine_heads):
+                continue
+        if globs.overlaps(mine, other):
+            out.append(c)
+    return out
+
+
+_head_cached = functools.lru_cache(maxsize=8192)(_head)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _move(net: str, item: dict[str, Any], now_ms: int, *, released: bool) -> list[dict[str, Any]]:
+    """Transaction actions moving ``item`` out of the hot partition into the ended one:
+    released now (``released``), or lapsed at its ``expiresAt``."""
+    if released:
+        item = {**item, "releasedAt": now_ms}
+    end = int(item.get("releasedAt") or item["expiresAt"])
+    pk, sk = k.ended_claim(net, item["id"])
+    ended = {**item, "PK": pk, "SK": sk, "kind": "ended_claim", "endedAt": end,
+             "endReason": "released" if item.get("releasedAt") else "expired",
+             "ttl": end // 1000 + KEEP_AFTER_END_S}
+    return [
+        t.tx_delete(*k.claim(net, item["id"]), "expiresAt = :seen", seen=int(item["expiresAt"])),
+        t.tx_put(ended, "attribute_not_exists(PK)"),
+    ]
+
+
+def _bump(net: str, counter: int) -> dict[str, Any]:
+    """HEAD ``counter = counter + 1`` on condition that it is still ``counter``."""
+    return t.tx_update(*k.claims_head(net), "SET #c = :next, #kind = :head",
+                       "#c = :seen" if counter else "attribute_not_exists(#c)",
+                       names={"#c": "counter", "#kind": "kind"}, next=counter + 1, head="head",
+                       **({"seen": counter} if counter else {}))
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(random.uniform(0, min(0.2, 0.005 * (2 ** min(attempt, 6)))))
 
 
 def claim(principal: Principal, req: ClaimRequest) -> dict[str, Any]:
     """network_claim (PROTOCOL.md 4.9). Returns the claim view without ``holder``.
 
     Raises InvalidArgument (bad scope or resourceId), NotFound (unknown taskId), ClaimConflict
-    (409 naming every overlapping active claim of another instance; nothing written).
+    (409 naming every overlapping active claim of another instance; nothing written), Conflict
+    ``in_progress`` (still losing the transaction race after :data:`MAX_ATTEMPTS`).
     """
     scope = normalise_scope(req.scopeType, req.scope)
     resource_id = normalise_resource(req.resourceId, "resourceId") if req.resourceId else None
     net = principal.network_id
     if req.taskId and t.get(*k.task(net, req.taskId)) is None:
         raise NotFound(f"no task {req.taskId!r} in this network")
+    me = principal.instance_id
     for attempt in range(MAX_ATTEMPTS):
         now = clock.now_ms()
         expires = now + req.ttlSeconds * 1000
-        counter, active = _read(net, now)
-        same = [c for c in active if _overlap(c, req.scopeType, scope, resource_id)]
-        mine = next((c for c in same if c["holder"]["instanceId"] == principal.instance_id and c["scope"] == scope), None)
-        conflicts = [c for c in same if c["holder"]["instanceId"] != principal.instance_id]
+        snap = _read(net, now)
+        rivals = _overlapping(snap.active, req.scopeType, scope, resource_id)
+        conflicts = [c for c in rivals if c["holder"].get("instanceId") != me]
         if conflicts:
-            raise ClaimConflict([{k_: v for k_, v in view(c).items() if k_ in ("claimId", "scope", "holder", "expiresAt")}
+            raise ClaimConflict([{key: v for key, v in view(c).items() if key in ("claimId", "scope", "holder", "expiresAt")}
                                  for c in conflicts])
+        mine = next((c for c in snap.active if c["holder"].get("instanceId") == me and c["scope"] == scope
+                     and c["scopeType"] == req.scopeType and c.get("resourceId") == resource_id), None)
+        actions = [_bump(net, snap.counter)]
         if mine is not None:
-            renewed = t.update(*k.claim(net, mine["id"]), "SET expiresAt = :exp, #ttl = :ttl",
-                               condition="attribute_not_exists(releasedAt) AND expiresAt > :now",
-                               names={"#ttl": "ttl"}, exp=expires, ttl=expires // 1000 + KEEP_AFTER_END_S, now=now)
-            if renewed:
-                return _result({**mine, "expiresAt": expires})
-            continue
-        claim_id = ids.new_id("clm")
-        item = {
-            "PK": k.claims_pk(net), "SK": f"CLAIM#{claim_id}", "kind": "claim", "id": claim_id,
-            "scopeType": req.scopeType, "scope": scope, "resourceId": resource_id, "taskId": req.taskId,
-            "holder": principal.actor, "expiresAt": expires, "fencingToken": counter + 1,
-            "createdAt": clock.iso(now), "ttl": expires // 1000 + KEEP_AFTER_END_S,
-        }
-        head_pk, head_sk = k.claims_head(net)
+            item = {**mine, "expiresAt": expires, "taskId": req.taskId or mine.get("taskId")}
+            actions.append(t.tx_update(
+                *k.claim(net, mine["id"]), "SET expiresAt = :exp, #ttl = :ttl" + (", taskId = :tid" if req.taskId else ""),
+                "expiresAt = :seen", names={"#ttl": "ttl"}, exp=expires, ttl=expires // 1000 + KEEP_AFTER_END_S,
+                seen=int(mine["expiresAt"]), **({"tid": req.taskId} if req.taskId else {})))
+        else:
+            claim_id = ids.new_id("clm")
+            pk, sk = k.claim(net, claim_id)
+            item = {
+                "PK": pk, "SK": sk, "kind": "claim", "id": claim_id,
+                "scopeType": req.scopeType, "scope": scope, "resourceId": resource_id, "taskId": req.taskId,
+                "holder": principal.actor, "expiresAt": expires, "fencingToken": snap.counter + 1,
+                "createdAt": clock.iso(now), "ttl": expires // 1000 + KEEP_AFTER_END_S,
+            }
+            actions.append(t.tx_put(item, "attribute_not_exists(PK)"))
+        for old in snap.lapsed[:MOVE_PER_CALL]:
+            actions += _move(net, old, now, released=False)
+        if mine is None:
+            actions.append(events.event_action(net, "claim", principal.actor, f"{principal.agent} claimed "
+                                               f"{req.scopeType} {scope}", claimId=item["id"], state="claimed"))
         try:
-            t.transact([
-                t.tx_update(head_pk, head_sk, "SET #c = :next, #kind = :head",
-                            "#c = :seen" if counter else "attribute_not_exists(#c)",
-                            names={"#c": "counter", "#kind": "kind"}, next=counter + 1, head="head",
-                            **({"seen": counter} if counter else {})),
-                t.tx_put(item, "attribute_not_exists(PK)"),
-            ])
-            return _result(item)
+            t.transact(actions)
         except t.TransactionCancelled:
-            time.sleep(random.uniform(0, min(0.2, 0.005 * (2 ** min(attempt, 6)))))
+            _backoff(attempt)
+            continue
+        return _result(item)
     raise Conflict("in_progress", "too many concurrent claims in this network; retry", headers={"Retry-After": "1"})
 
 
@@ -141,39 +280,78 @@ def release(principal: Principal, req: ReleaseRequest, *, any_holder: bool = Fal
     """network_release (PROTOCOL.md 4.10): ``{claimId, released: true}`` or ``released: false``
     with ``reason`` ``expired`` | ``already_released``.
 
-    Raises NotFound (unknown id), PermissionDenied (not the holder, unless ``any_holder``: the
-    representative's control_release_claim).
+    Raises NotFound (unknown id, or ended more than a day ago), PermissionDenied (not the holder,
+    unless ``any_holder``: the representative's control_release_claim).
     """
     net = principal.network_id
-    item = t.get(*k.claim(net, req.claimId))
-    if item is None:
-        raise NotFound(f"no claim {req.claimId!r} in this network")
-    if not any_holder and item["holder"].get("instanceId") != principal.instance_id:
-        raise PermissionDenied("only the holder instance may release this claim")
-    now = clock.now_ms()
-    if item.get("releasedAt"):
-        return {"claimId": req.claimId, "released": False, "reason": "already_released"}
-    if int(item["expiresAt"]) <= now:
-        return {"claimId": req.claimId, "released": False, "reason": "expired"}
-    if _mark_released(net, req.claimId, now):
+    for attempt in range(MAX_ATTEMPTS):
+        # The hot item first, then the ended one: a move between the two reads is then seen by
+        # the second (two GetItems are serialisable against the move's transaction).
+        live = t.get(*k.claim(net, req.claimId))
+        item = live or t.get(*k.ended_claim(net, req.claimId))
+        if item is None:
+            raise NotFound(f"no claim {req.claimId!r} in this network")
+        if not any_holder and item["holder"].get("instanceId") != principal.instance_id:
+            raise PermissionDenied("only the holder instance may release this claim")
+        now = clock.now_ms()
+        if live is None:
+            reason = "expired" if item.get("endReason") == "expired" else "already_released"
+            return {"claimId": req.claimId, "released": False, "reason": reason}
+        if item.get("releasedAt"):
+            return {"claimId": req.claimId, "released": False, "reason": "already_released"}
+        if int(item["expiresAt"]) <= now:
+            return {"claimId": req.claimId, "released": False, "reason": "expired"}
+        who = principal.actor if principal.kind == "instance" else {"representative": principal.rep}
+        released_event = events.event_action(net, "claim", who, f"claim {item['scope']} of "
+                                             f"{item['holder'].get('agent')} released", claimId=req.claimId,
+                                             state="released")
+        try:
+            t.transact([*_move(net, item, now, released=True), released_event])
+        except t.TransactionCancelled:  # renewed or released meanwhile: look again
+            _backoff(attempt)
+            continue
         return {"claimId": req.claimId, "released": True}
-    return release(principal, req, any_holder=any_holder)
-
-
-def _mark_released(net: str, claim_id: str, now_ms: int) -> bool:
-    return bool(t.update(*k.claim(net, claim_id), "SET releasedAt = :now",
-                         condition="attribute_exists(PK) AND attribute_not_exists(releasedAt) AND expiresAt > :now",
-                         now=now_ms))
+    raise Conflict("in_progress", "the claim keeps changing; retry", headers={"Retry-After": "1"})
 
 
 def active_for_task(net: str, task_id: str) -> list[dict[str, Any]]:
-    """Active claims carrying ``task_id`` (for network_task_get)."""
-    _, active = _read(net, clock.now_ms())
-    return [view(c) for c in active if c.get("taskId") == task_id]
+    """Active claims carrying ``task_id`` (for network_task_get), oldest first."""
+    return [view(c) for c in _read(net, clock.now_ms()).active if c.get("taskId") == task_id]
 
 
 def release_for_task(net: str, task_id: str) -> int:
     """Release every active claim of a task that became terminal (PROTOCOL.md 4.8). Returns how many."""
-    now = clock.now_ms()
-    _, active = _read(net, now)
-    return sum(_mark_released(net, c["id"], now) for c in active if c.get("taskId") == task_id)
+    return _release_where(net, lambda c: c.get("taskId") == task_id)
+
+
+def release_for_holder(net: str, instance_id: str) -> int:
+    """Release every active claim an instance holds (control_stop_agent, PROTOCOL.md 6). Returns how many."""
+    return _release_where(net, lambda c: c["holder"].get("instanceId") == instance_id)
+
+
+def active_for_network(net: str) -> list[dict[str, Any]]:
+    """Every active claim of the network (control status and graph), oldest first."""
+    return [view(c) for c in _read(net, clock.now_ms()).active]
+
+
+def _release_where(net: str, wanted: Callable[[dict[str, Any]], bool]) -> int:
+    released = 0
+    for c in _read(net, clock.now_ms()).active:
+        if not wanted(c):
+            continue
+        item = c
+        for attempt in range(MAX_ATTEMPTS):
+            now = clock.now_ms()
+            if not is_active(item, now):
+                break
+            try:
+                t.transact(_move(net, item, now, released=True))
+            except t.TransactionCancelled:  # renewed, released or moved meanwhile
+                item = t.get(*k.claim(net, c["id"]))
+                if item is None or not wanted(item):
+                    break
+                _backoff(attempt)
+                continue
+            released += 1
+            break
+    return released

@@ -1,4 +1,5 @@
-"""The ``relaynet`` command (PROTOCOL.md 9): ``admin apply|launch``, ``serve``, ``mcp worker``.
+"""The ``relaynet`` command (PROTOCOL.md 9): ``admin apply|launch``, ``serve``, ``mcp worker|plugin|control``,
+``graph``.
 
 Results go to stdout as JSON; logs go to stderr.
 """
@@ -39,7 +40,12 @@ def _admin(args: argparse.Namespace) -> int:
     _point_at_table(args)
     try:
         if args.admin_cmd == "apply":
-            result = admin.apply_spec(Path(args.file).read_text())
+            try:
+                text = Path(args.file).read_text()
+            except OSError as exc:
+                print(f"relaynet: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+                return 2
+            result = admin.apply_spec(text)
         else:
             result = admin.launch(args.network, args.agent)
     except RelaynetError as exc:
@@ -52,9 +58,14 @@ def _admin(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from relaynet_local.server import serve
 
-    serve(host=args.host, port=args.port, spec=args.spec, tokens_out=args.tokens_out,
-          sweep_interval=args.sweep_interval, dynamodb_endpoint=args.dynamodb_endpoint,
-          template=args.template, print_mcp_config=args.print_mcp_config)
+    try:
+        serve(host=args.host, port=args.port, spec=args.spec, tokens_out=args.tokens_out,
+              sweep_interval=args.sweep_interval, dynamodb_endpoint=args.dynamodb_endpoint,
+              template=args.template, print_mcp_config=args.print_mcp_config)
+    except OSError as exc:
+        print(f"relaynet: cannot serve on {args.host}:{args.port}: {exc.strerror or exc} "
+              f"(another port: --port N, or `make run PORT=N`)", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -66,6 +77,25 @@ def _mcp(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"relaynet: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _graph(args: argparse.Namespace) -> int:
+    from relaynet.client import ApiError, RelaynetClient
+    from relaynet.control import mermaid
+
+    url, token = args.url or os.environ.get("RELAYNET_URL"), args.token or os.environ.get("RELAYNET_TOKEN")
+    if not url or not token:
+        print("relaynet: give --url and --token (a representative's rn_rep_ token), or set RELAYNET_URL and "
+              "RELAYNET_TOKEN", file=sys.stderr)
+        return 2
+    try:
+        with RelaynetClient(url, token) as hub:
+            graph = hub.call("control_get_graph", {"networkId": args.network} if args.network else {})
+    except ApiError as exc:
+        print(f"relaynet: {exc.code}: {exc.message}", file=sys.stderr)
+        return 2
+    print(json.dumps(graph, indent=2) if args.json else mermaid(graph), end="" if not args.json else "\n")
     return 0
 
 
@@ -96,6 +126,13 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--template", help="template.yaml to take routes from (default: ./template.yaml)")
     serve.add_argument("--print-mcp-config", action="store_true", help="print an mcpServers config per instance")
     serve.set_defaults(func=_serve)
+
+    graph = sub.add_parser("graph", help="print the network as a Mermaid flowchart (control_get_graph)")
+    graph.add_argument("--url", help="the hub (default RELAYNET_URL)")
+    graph.add_argument("--token", help="a representative token (default RELAYNET_TOKEN)")
+    graph.add_argument("--network", help="a network id (default: the representative's active network)")
+    graph.add_argument("--json", action="store_true", help="print {nodes, edges} instead of Mermaid")
+    graph.set_defaults(func=_graph)
 
     mcp = sub.add_parser("mcp", help="stdio MCP bridge to the HTTP API (RELAYNET_URL, RELAYNET_TOKEN)")
     mcp.add_argument("surface", choices=["worker", "plugin", "control"])

@@ -14,7 +14,7 @@ from relaynet import channels, clock
 from relaynet.config import settings
 from relaynet.errors import InvalidArgument
 from relaynet.identity import Principal
-from relaynet.models.plugin import DelegateRequest
+from relaynet.models.plugin import ConsultRequest
 
 POLL_SECONDS = 0.25
 
@@ -30,7 +30,7 @@ def wait_for_reply(net: str, channel_id: str, seconds: float) -> tuple[str, str 
         time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
 
 
-def delegate(principal: Principal, req: DelegateRequest) -> dict[str, Any]:
+def delegate(principal: Principal, req: ConsultRequest) -> dict[str, Any]:
     """``{channel_id, state, reply}``; ``reply`` is None while it has not come.
 
     Raises InvalidArgument (the caller's own agent), NotFound (unknown target, with

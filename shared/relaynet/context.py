@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from relaynet import channels
+from relaynet import channels, events
 from relaynet.errors import NotFound, PermissionDenied
 from relaynet.identity import Principal
 from relaynet.store import keys as k
@@ -51,6 +51,29 @@ def _visible_envelopes(principal: Principal, channel_id: str | None) -> list[dic
     return out
 
 
+THREADS_SEARCHED = 50
+
+
+def _visible_thread_messages(principal: Principal) -> list[dict[str, Any]]:
+    """Messages of the caller's agent's most recent threads (found through the event stream: the
+    threads it posted in or was addressed in), at most :data:`THREADS_SEARCHED` threads."""
+    net = principal.network_id
+    thread_ids: list[str] = []
+    page = events.recent(net, 100)
+    for _ in range(10):
+        for evt in page["events"]:
+            mine = evt.get("fromAgent") == principal.agent or principal.agent in (evt.get("recipients") or [])
+            if evt.get("kind") == "message" and mine and evt.get("threadId") not in thread_ids:
+                thread_ids.append(evt["threadId"])
+        if len(thread_ids) >= THREADS_SEARCHED or not page["nextCursor"]:
+            break
+        page = events.recent(net, 100, page["nextCursor"])
+    out = []
+    for thread_id in thread_ids[:THREADS_SEARCHED]:
+        out += [m for m in t.query(k.thread_pk(net, thread_id), sk_prefix="MSG#") if m.get("kind") in ("ask", "reply")]
+    return out
+
+
 def search(principal: Principal, query: str, scope: str, channel_id: str | None, limit: int) -> dict[str, Any]:
     """``{results: [{id, sender, when, excerpt}], nextCursor}``, newest first."""
     results = []
@@ -68,6 +91,11 @@ def search(principal: Principal, query: str, scope: str, channel_id: str | None,
                 results.append({"id": art["artifactId"], "sender": art.get("publisher"), "when": art["createdAt"],
                                 "excerpt": excerpt(text, query)})
     else:
+        if not channel_id:
+            for msg in _visible_thread_messages(principal):
+                if query.lower() in (msg.get("body") or "").lower():
+                    results.append({"id": msg["id"], "sender": (msg.get("from") or {}).get("agent")
+                                    or msg.get("from"), "when": msg["createdAt"], "excerpt": excerpt(msg["body"], query)})
         for env in _visible_envelopes(principal, channel_id):
             text = _text(env.get("content"))
             if env.get("event_type") in ("text", "packet") and query.lower() in text.lower():

@@ -6,11 +6,13 @@ keeps only its SHA-256. The authorizer maps the hash to a principal context, whi
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import secrets
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 from relaynet import clock, ids
 from relaynet.config import settings
@@ -63,6 +65,12 @@ class Principal:
         if self.kind == "instance":
             return {"agent": self.agent, "instanceId": self.instance_id}
         return {"representative": self.rep}
+
+    @property
+    def speaker(self) -> str:
+        """The name this principal posts under in threads: its agent, or ``rep:<name>`` for a
+        representative (a colon never occurs in agent names, so the two cannot collide)."""
+        return self.agent if self.kind == "instance" else f"rep:{self.rep}"
 
     def context(self) -> dict[str, str]:
         """The flat string map the authorizer hands API Gateway (simple responses)."""
@@ -129,24 +137,64 @@ def launch_instance(network_id: str, agent: str) -> dict[str, str]:
 
 _seen_lock = threading.Lock()
 _last_written: dict[str, int] = {}
+_MAX_REMEMBERED = 10_000  # instances one container remembers; past that it starts afresh
 
 
-def touch(principal: Principal) -> None:
+def touch(principal: Principal, now_ms: int | None = None) -> bool:
     """Refresh the instance's ``lastSeenAt``: at most one write a minute per instance.
 
-    The container remembers when it last wrote, and the write itself is conditional on the stored
-    value being a minute old, so many containers do not all write (PROTOCOL.md 3).
+    Called on every authenticated call (relaynet.http.api). Two guards keep it at one write a
+    minute however many calls and containers there are (PROTOCOL.md 3):
+
+    - the container remembers when it last tried for each instance and makes no request at all
+      within a minute of that (so a busy instance costs one UpdateItem a minute per container);
+    - the UpdateItem is conditional on the stored value being a minute old, so of several warm
+      containers only one writes per minute (the others' conditional failure costs one request).
+
+    Returns whether an UpdateItem request was made. Presence is best effort: the caller decides
+    what a failure means (the handler logs it and answers the call anyway).
     """
-    if principal.kind != "instance":
-        return
-    now = clock.now_ms()
+    if principal.kind != "instance" or not principal.instance_id:
+        return False
+    now = clock.now_ms() if now_ms is None else now_ms
     with _seen_lock:
-        if now - _last_written.get(principal.instance_id, 0) < PRESENCE_WRITE_INTERVAL_MS:
-            return
+        if now - _last_written.get(principal.instance_id, -PRESENCE_WRITE_INTERVAL_MS) < PRESENCE_WRITE_INTERVAL_MS:
+            return False
+        if len(_last_written) >= _MAX_REMEMBERED:
+            _last_written.clear()
         _last_written[principal.instance_id] = now
     t.update(*k.instance(principal.network_id, principal.instance_id), "SET lastSeenAt = :now",
-             condition="attribute_exists(PK) AND lastSeenAt < :cutoff",
+             condition="attribute_exists(PK) AND lastSeenAt <= :cutoff",
              now=now, cutoff=now - PRESENCE_WRITE_INTERVAL_MS)
+    return True
+
+
+def forget_presence() -> None:
+    """Forget when this container last wrote presence (tests; a new container starts empty)."""
+    with _seen_lock:
+        _last_written.clear()
+
+
+# The Idempotency-Key of the creating write being served, scoped by tool and caller
+# (``<tool>#<instance or representative>#<key>``), set by relaynet.http.idempotency around the
+# domain call. Domain code that writes in several steps (a fan-out larger than one transaction)
+# keys a durable record with it, so a retry with the same key resumes instead of starting over.
+_request_key: contextvars.ContextVar[str | None] = contextvars.ContextVar("relaynet_request_key", default=None)
+
+
+@contextlib.contextmanager
+def request_key(scoped_key: str | None) -> Iterator[None]:
+    """Run the body with ``scoped_key`` as :func:`current_request_key`."""
+    token = _request_key.set(scoped_key)
+    try:
+        yield
+    finally:
+        _request_key.reset(token)
+
+
+def current_request_key() -> str | None:
+    """The scoped Idempotency-Key of the creating write in progress, or None (no key sent)."""
+    return _request_key.get()
 
 
 def availability(inst: dict[str, Any], now_ms: int | None = None) -> str:

@@ -76,25 +76,32 @@ CREATING_TOOLS = frozenset(
     }
 )
 
+#: How often a blocking ``delegate`` looks at its consulting channel again.
+POLL_SECONDS = 1.0
+
 #: Longest wait the bridge honours for a ``Retry-After`` of a 409 ``in_progress`` answer.
 MAX_IN_PROGRESS_WAIT = 5.0
 
 _WORKER_INSTRUCTIONS = (
     "You are connected to a Relaynet network as one agent instance; call network_whoami first to "
     "learn your agent name, responsibilities and peers. Only tool calls reach other agents: your "
-    "plain text output is seen by no one on the network, so answer asks with network_reply and "
-    "hand off work with network_delegate. Check network_inbox after each step of your work (and "
-    "whenever you are about to stop) and follow the instructions carried by each message. Accept "
-    "a task (network_task_update status=accepted) before doing any work on it, then report "
-    "working, blocked, completed (reason = the evidence) or failed. Claim files with "
-    "network_claim before editing them and release the claim when done; never edit a scope "
-    "someone else holds: if a claim is refused, work elsewhere or ask the holder."
+    "plain text output is seen by no one on the network, so answer asks with network_reply, hand "
+    "off work with network_delegate and report progress with network_task_update. Check "
+    "network_inbox after each step of your work (and whenever you are about to stop) and follow "
+    "the instructions carried by each message. Accept a task (network_task_update "
+    "status=accepted) before doing any work on it, and only then work; report working, blocked, "
+    "completed (reason = the evidence) or failed. Claims are coordination, not permission: claim "
+    "files with network_claim before changing them and release the claim when done, and never "
+    "work on a scope another instance holds; if a claim is refused, work elsewhere or ask the "
+    "holder."
 )
 _PLUGIN_INSTRUCTIONS = (
     "You are connected to a Relaynet network. Only tool calls reach other agents: your plain "
-    "text output is seen by no one. Use peers to find agents, delegate for one-shot consults and "
-    "channels/say/handoff for conversations; it is your turn in a channel only when the hub says "
-    "so. Check network_inbox (or channels info) after each step."
+    "text output is seen by no one. Use peers to find agents, delegate for one-shot consults "
+    "(it waits for the answer) and channels/say/handoff for conversations; it is your turn in a "
+    "channel only when channels info lists the tool in your_tools. New envelopes also arrive in "
+    "network_inbox (the worker bridge). Use tasks to report progress on and complete work "
+    "assigned to you."
 )
 _CONTROL_INSTRUCTIONS = (
     "You are a Relaynet representative acting for a human operator. Use control_network_status "
@@ -301,6 +308,27 @@ class Bridge:
             await anyio.sleep(min(err.retry_after if err.retry_after is not None else 1.0, MAX_IN_PROGRESS_WAIT))
         return await client.call(name, arguments, idempotency_key=key)
 
+    async def _wait_if_asked(self, name: str, args: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+        """The plugin surface's blocking calls (PROTOCOL.md 5): ``delegate`` and ``tasks`` ``wait``
+        hold until done or their ``timeout`` (default 300 s), calling the API again as needed,
+        since one server-side wait lasts at most 20 s."""
+        if self.surface != "plugin" or not (name == "delegate" or (name == "tasks" and args.get("action") == "wait")):
+            return result
+        deadline = anyio.current_time() + float(args.get("timeout", 300))
+        client = self._get_client()
+        if name == "tasks":
+            while not result.get("done") and anyio.current_time() < deadline:
+                remaining = max(1, int(deadline - anyio.current_time()))
+                result = await client.call("tasks", {**args, "timeout": remaining})
+            return result
+        while result.get("reply") is None and result.get("state") == "active" and anyio.current_time() < deadline:
+            await anyio.sleep(min(POLL_SECONDS, max(0.0, deadline - anyio.current_time())))
+            info = await client.call("channels", {"action": "info", "channel_id": result["channel_id"]})
+            texts = [e for e in info["envelopes"] if e.get("event_type") == "text"]
+            result = {"channel_id": result["channel_id"], "state": info["channel"]["state"],
+                      "reply": texts[1]["content"] if len(texts) > 1 else None}
+        return result
+
     async def call_tool(self, name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
         """Relay a tools/call; every failure but an unknown tool name is a tool error result.
 
@@ -315,6 +343,7 @@ class Bridge:
         args = dict(arguments or {})
         try:
             result = await self.relay(name, args)
+            result = await self._wait_if_asked(name, args, result)
         except ApiError as err:
             return _text_result(format_error(err), is_error=True)
         except httpx.InvalidURL as exc:

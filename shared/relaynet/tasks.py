@@ -1,31 +1,54 @@
 """Tasks: delegation, reads and the state machine (PROTOCOL.md 4.6, 4.7, 4.8).
 
-A task is one item (``NET#<net>#TASK#<id>``/``META``) holding its history and progress; every
-transition rewrites it with a conditional put on its ``version``, in the same transaction as the
-instance bookkeeping (``active``: tasks offered or assigned to it; ``held``: accepted, working or
-blocked) and the notices it sends, so racing updates cannot both win.
+A task is one item (``NET#<net>#TASK#<id>``/``META``) holding its history and progress. Every
+write of it is a conditional put on its ``version`` (and bumps it), in one transaction with the
+instance bookkeeping (``active``: tasks offered or assigned to the instance; ``held``: accepted,
+working or blocked) and the messages it sends; so racing writers cannot both win, and a reader
+holding version *v* holds the whole item.
+
+Where a task sits in GSI1 follows from the task itself (:func:`_item`): ``offered`` tasks are due
+at ``offerExpiresAt`` under ``ROUTE``; ``pending`` tasks are due at ``dueAt`` under ``ROUTE``, or,
+when nobody is eligible for them, *parked* under their wait group (``wait`` = routing.wait_key).
+Parking first refreshes the group's marker (:func:`touch_marker`, a plain UpdateItem outside the
+task's transaction, so a burst of tasks parked in one group never conflicts on it); the sweep
+checks one marker per group instead of every parked task (relaynet.sweep).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import random
+import time
+from typing import Any, Callable
 
-from relaynet import clock, ids
+from relaynet import clock, events, ids, peers
 from relaynet import routing
 from relaynet.config import settings
 from relaynet.directory import Directory, load
 from relaynet.errors import InvalidArgument, InvalidTransition, NotFound, PermissionDenied
 from relaynet.identity import Principal
-from relaynet.messaging import mailbox_item, message_item, new_message, thread_meta
+from relaynet.messaging import mailbox_entry, message_item, new_message, thread_meta
 from relaynet.models.worker import DelegateRequest, TaskGetRequest, TaskUpdateRequest
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import keys as k
 from relaynet.store import table as t
-from relaynet.taskstate import HELD, REASON_REQUIRED, TERMINAL, allowed_from, roles_for, rule
+from relaynet.taskstate import HELD, REASON_REQUIRED, TERMINAL, allowed_from, decide
 
 ROUTER = {"system": "router"}
 SUMMARY_FIELDS = ("id", "title", "state", "creator", "target", "assignee", "resource", "createdAt", "updatedAt")
 _MAX_ATTEMPTS = 8
+
+
+class Before:
+    """What a task looked like when it was read: its version and the wait group it was parked in."""
+
+    __slots__ = ("version", "wait", "state", "assignee")
+
+    def __init__(self, task: dict[str, Any] | None):
+        task = task or {}
+        self.version = int(task["version"]) if task.get("version") is not None else None
+        self.wait = task.get("wait") if task.get("state") == "pending" else None
+        self.state = task.get("state")
+        self.assignee = task.get("assignee")
 
 
 def summary(task: dict[str, Any]) -> dict[str, Any]:
@@ -37,21 +60,52 @@ def _item(task: dict[str, Any], now_ms: int) -> dict[str, Any]:
     """The stored item for ``task``: keys, listing index and, while routable, the routing index."""
     net = task["networkId"]
     pk, sk = k.task(net, task["id"])
-    item = {**task, "PK": pk, "SK": sk, "GSI2PK": k.tasks_index(net), "GSI2SK": task["id"]}
-    for key in ("GSI1PK", "GSI1SK"):
-        item.pop(key, None)
-    if task["state"] == "pending":
-        item["GSI1PK"], item["GSI1SK"] = k.ROUTE, k.route_sk(task.get("dueAt", now_ms), net, task["id"])
+    item = {key: value for key, value in task.items() if key not in ("GSI1PK", "GSI1SK")}
+    item.update(PK=pk, SK=sk, GSI2PK=k.tasks_index(net), GSI2SK=task["id"])
+    if task["state"] == "pending" and task.get("wait"):
+        item["GSI1PK"], item["GSI1SK"] = k.wait_pk(net, task["wait"]), k.wait_sk(int(task["parkedAt"]), task["id"])
+    elif task["state"] == "pending":
+        item["GSI1PK"], item["GSI1SK"] = k.ROUTE, k.route_sk(int(task.get("dueAt", now_ms)), net, task["id"])
     elif task["state"] == "offered":
-        item["GSI1PK"], item["GSI1SK"] = k.ROUTE, k.route_sk(task["offerExpiresAt"], net, task["id"])
+        item["GSI1PK"], item["GSI1SK"] = k.ROUTE, k.route_sk(int(task["offerExpiresAt"]), net, task["id"])
     return item
 
 
-def _save(task: dict[str, Any], expected_version: int | None, now_ms: int) -> dict[str, Any]:
-    """A conditional put of ``task``: new (no version) or replacing ``expected_version``."""
-    if expected_version is None:
-        return t.tx_put(_item(task, now_ms), "attribute_not_exists(PK)")
-    return t.tx_put(_item(task, now_ms), "version = :v", v=expected_version)
+def touch_marker(task: dict[str, Any], now_ms: int) -> None:
+    """Create or refresh the marker of the wait group ``task`` is about to be parked in.
+
+    Written before the task, so a parked task always has a marker: the sweep deletes a marker
+    only when its group is empty and ``lastParkedAt`` is older than its grace (60 s, longer than
+    any API call may run), and only if ``gen`` did not move since it looked.
+    """
+    net, wait = task["networkId"], task["wait"]
+    t.update(*k.wait_marker(net, wait),
+             "SET probe = :probe, networkId = :net, waitKey = :wk, GSI1PK = :gpk, GSI1SK = :gsk, "
+             "lastParkedAt = :now ADD gen :one",
+             probe=routing.probe(task), net=net, wk=wait, gpk=k.WAITING, gsk=k.waiting_sk(net, wait),
+             now=now_ms, one=1)
+
+
+def save(task: dict[str, Any], before: Before, now_ms: int) -> list[dict[str, Any]]:
+    """The conditional put of ``task`` (new, or replacing ``before.version``), bumping its version.
+    A task newly parked gets its wait group's marker refreshed first (:func:`touch_marker`)."""
+    if task["state"] != "pending":
+        task.pop("wait", None)
+        task.pop("parkedAt", None)
+    if task["state"] == "pending" and task.get("wait") and task["wait"] != before.wait:
+        touch_marker(task, now_ms)
+    if before.version is None:
+        task["version"] = 1
+        return [t.tx_put(_item(task, now_ms), "attribute_not_exists(PK)")]
+    task["version"] = before.version + 1
+    return [t.tx_put(_item(task, now_ms), "version = :v", v=before.version)]
+
+
+def park(task: dict[str, Any], now_ms: int) -> None:
+    """Park a pending task nobody is eligible for under its wait group (in memory; save it)."""
+    task["wait"] = routing.wait_key(task)
+    task["parkedAt"] = now_ms
+    task.pop("dueAt", None)
 
 
 def _step(task: dict[str, Any], state: str, actor: dict[str, Any], now_ms: int, reason: str | None = None) -> None:
@@ -62,7 +116,10 @@ def _step(task: dict[str, Any], state: str, actor: dict[str, Any], now_ms: int, 
     if reason:
         entry["reason"] = reason
     task.setdefault("history", []).append(entry)
-    task["version"] = int(task.get("version", 0)) + 1
+    if state != "pending":
+        task.pop("wait", None)
+        task.pop("parkedAt", None)
+        task.pop("dueAt", None)
 
 
 def _notice(task: dict[str, Any], to: dict[str, str], actor: dict[str, Any], body: str) -> list[dict[str, Any]]:
@@ -70,21 +127,32 @@ def _notice(task: dict[str, Any], to: dict[str, str], actor: dict[str, Any], bod
     msg = new_message("task_update", task["threadId"], actor, to, body, task["title"], task["id"], task.get("resource"),
                       state=task["state"])
     net = task["networkId"]
-    return [t.tx_put(message_item(net, msg)), t.tx_put(mailbox_item(net, to, msg))]
+    return [t.tx_put(message_item(net, msg)), t.tx_put(mailbox_entry(net, to, msg))]
 
 
-def offer_actions(task: dict[str, Any], inst: dict[str, Any], now_ms: int) -> list[dict[str, Any]]:
-    """Offer ``task`` (in memory, already ``pending``) to ``inst``: the instance update and the
-    ``task_offer`` message in the instance's mailbox. Mutates ``task``; the caller saves it."""
+def _join_thread(task: dict[str, Any], agent: str | None) -> list[dict[str, Any]]:
+    """Make ``agent`` a participant of the task's thread (it was addressed by the task)."""
+    if not agent:
+        return []
+    return [t.tx_update(*k.thread(task["networkId"], task["threadId"]), "ADD participants :a", a={agent})]
+
+
+def offer_actions(task: dict[str, Any], inst: dict[str, Any], now_ms: int, join_thread: bool = True
+                  ) -> list[dict[str, Any]]:
+    """Offer ``task`` (in memory, ``pending``) to ``inst``: the hub's history entry, the instance's
+    ``active`` set (conditional on the instance not being stopped), the ``task_offer`` message in
+    the instance's mailbox, and (``join_thread``) the instance's agent joining the task's thread.
+    Mutates ``task`` and ``inst`` (load for the rest of a sweep); the caller saves the task."""
     net = task["networkId"]
-    _step(task, "offered", ROUTER, now_ms)
+    _step(task, "offered", ROUTER, now_ms, f"offered to {inst['id']}")
     task["assignee"] = inst["id"]
     task["offerExpiresAt"] = now_ms + settings().offer_ttl * 1000
     task["attempts"] = int(task.get("attempts", 0)) + 1
     body = (f"Task offered to you: {task['title']}\n\nObjective: {task['objective']}"
-            + "".join(f"\n- {c}" for c in task.get("acceptanceCriteria") or []))
+            + "".join(f"\n- {c}" for c in task.get("acceptanceCriteria") or [])
+            + f"\n\nThe offer expires at {clock.iso(task['offerExpiresAt'])}.")
     msg = new_message("task_offer", task["threadId"], ROUTER, {"instanceId": inst["id"]}, body, task["title"],
-                      task["id"], task.get("resource"))
+                      task["id"], task.get("resource"), offerExpiresAt=clock.iso(task["offerExpiresAt"]))
     inst.setdefault("active", set()).add(task["id"])
     inst["lastOfferedAt"] = now_ms
     return [
@@ -92,17 +160,43 @@ def offer_actions(task: dict[str, Any], inst: dict[str, Any], now_ms: int) -> li
                     "attribute_exists(PK) AND #st <> :stopped", names={"#st": "status"},
                     tid={task["id"]}, now=now_ms, stopped="stopped"),
         t.tx_put(message_item(net, msg)),
-        t.tx_put(mailbox_item(net, {"instanceId": inst["id"]}, msg)),
+        t.tx_put(mailbox_entry(net, {"instanceId": inst["id"]}, msg)),
+        *(_join_thread(task, inst.get("agent")) if join_thread else []),
+        events.event_action(net, "task", ROUTER, f"task {task['title']!r} offered to {inst.get('agent')}/{inst['id']}",
+                            taskId=task["id"], state="offered", instanceId=inst["id"]),
     ]
 
 
-def expire_offer_actions(task: dict[str, Any], now_ms: int) -> list[dict[str, Any]]:
-    """The hub's ``offered -> pending`` move (PROTOCOL.md 7 step 1). Mutates ``task``."""
+def expire_offer(task: dict[str, Any], now_ms: int) -> str:
+    """The hub's ``offered -> pending`` move when the offer expired (PROTOCOL.md 7 step 1), in
+    memory. Returns the instance the offer was made to; the caller takes the task out of its
+    ``active`` set (:func:`instance_update`). The instance goes to the end of ``declined``."""
     inst_id = task.pop("assignee")
     task.pop("offerExpiresAt", None)
-    task.setdefault("declined", []).append(inst_id)
+    declined = [i for i in task.get("declined") or () if i != inst_id]
+    task["declined"] = [*declined, inst_id]
     _step(task, "pending", ROUTER, now_ms, "offer expired")
-    return [t.tx_update(*k.instance(task["networkId"], inst_id), "DELETE active :tid", tid={task["id"]})]
+    task["dueAt"] = now_ms
+    return inst_id
+
+
+def expire_offer_actions(task: dict[str, Any], now_ms: int) -> list[dict[str, Any]]:
+    """:func:`expire_offer` with the instance update."""
+    inst_id = expire_offer(task, now_ms)
+    return [instance_update(task["networkId"], inst_id, task["id"], remove=("active", "held"))]
+
+
+def instance_update(net: str, inst_id: str, task_id: str, add: tuple[str, ...] = (),
+                     remove: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One update of an instance's ``active``/``held`` sets (an instance appears once per transaction)."""
+    parts = []
+    removes = [s for s in remove if s not in add]
+    if add:
+        parts.append("ADD " + ", ".join(f"{s} :tid" for s in add))
+    if removes:
+        parts.append("DELETE " + ", ".join(f"{s} :tid" for s in removes))
+    cond = "attribute_exists(PK)" if add else None
+    return t.tx_update(*k.instance(net, inst_id), " ".join(parts), cond, tid={task_id})
 
 
 def _target(d: Directory, req: DelegateRequest) -> dict[str, str]:
@@ -119,16 +213,18 @@ def _target(d: Directory, req: DelegateRequest) -> dict[str, str]:
     return {"resource": normalise_resource(req.resource)}
 
 
-def delegate(creator: Principal, req: DelegateRequest) -> dict[str, Any]:
+def delegate(creator: Principal, req: DelegateRequest, network_id: str | None = None) -> dict[str, Any]:
     """network_delegate (PROTOCOL.md 4.6). Returns ``{taskId, state, assignee?}``.
 
     Raises InvalidArgument (no target and no resource; bad resource), NotFound (unknown target:
-    nothing is written). Offers at once when an eligible instance is live, else leaves it pending.
+    nothing is written). Offers at once when an eligible instance is live; otherwise the task is
+    ``pending``, parked in its wait group, and the sweep offers it once someone is eligible.
+    ``network_id`` is for representatives (control_delegate), whose principal has no network.
     """
     if not (req.toInstance or req.toAgent or req.resource):
         raise InvalidArgument.field("resource", "required when neither toAgent nor toInstance is given")
     resource = normalise_resource(req.resource) if req.resource else None
-    net = creator.network_id
+    net = network_id or creator.network_id
     d = load(net)
     target = _target(d, req)
     now = clock.now_ms()
@@ -138,15 +234,35 @@ def delegate(creator: Principal, req: DelegateRequest) -> dict[str, Any]:
         "acceptanceCriteria": req.acceptanceCriteria or [], "state": "pending", "creator": creator.actor,
         "target": target, "resource": resource, "createdAt": clock.iso(now), "updatedAt": clock.iso(now),
         "attempts": 0, "history": [{"state": "pending", "actor": creator.actor, "at": clock.iso(now)}],
-        "progress": [], "version": 1, "threadId": ids.new_id("thr"), "dueAt": now,
+        "progress": [], "threadId": ids.new_id("thr"), "dueAt": now,
     }
-    participants = {creator.agent} if creator.agent else set()
-    thread = thread_meta(net, task["threadId"], task["title"], participants or {"-"}, task_id, resource)
-    actions = [t.tx_put(thread, "attribute_not_exists(PK)")]
-    chosen = routing.choose(task, d, now)
-    if chosen is not None:
-        actions += offer_actions(task, chosen, now)
-    t.transact([_save(task, None, now), *actions])
+    base = {**task, "history": [dict(h) for h in task["history"]]}
+    participants = {creator.agent} if creator.agent else {"-"}
+    for attempt in range(_MAX_ATTEMPTS):
+        thread = thread_meta(net, task["threadId"], task["title"], participants, task_id, resource)
+        if creator.agent:
+            thread["lastPoster"] = creator.agent  # replies in the task's thread go to the creator
+        chosen = routing.choose(task, d, now)
+        actions = []
+        if chosen is not None:
+            actions += offer_actions(task, chosen, now, join_thread=False)
+            thread["participants"] = {*participants, chosen["agent"]} - {"-"}
+        else:
+            park(task, now)
+        actions.append(t.tx_put(thread, "attribute_not_exists(PK)"))
+        actions.append(events.event_action(net, "task", creator.actor, f"task {task['title']!r} delegated to "
+                                           f"{next(iter(target.values()))}", taskId=task_id, state="pending"))
+        try:
+            t.transact([*save(task, Before(None), now), *actions])
+            break
+        except t.TransactionCancelled:
+            # another transaction held the chosen instance, or it was stopped meanwhile: again,
+            # from a fresh directory
+            if attempt == _MAX_ATTEMPTS - 1:
+                raise
+            time.sleep(random.uniform(0, 0.005 * (2 ** attempt)))
+            d, now = load(net), clock.now_ms()
+            task = {**base, "history": [dict(h) for h in base["history"]]}
     out = {"taskId": task_id, "state": task["state"]}
     if task.get("assignee"):
         out["assignee"] = task["assignee"]
@@ -156,9 +272,11 @@ def delegate(creator: Principal, req: DelegateRequest) -> dict[str, Any]:
 def view(task: dict[str, Any]) -> dict[str, Any]:
     """The full protocol view of a stored task (without artifacts and claims)."""
     out = {f: task.get(f) for f in ("id", "title", "objective", "acceptanceCriteria", "state", "creator", "target",
-                                    "assignee", "resource", "createdAt", "updatedAt", "attempts", "history", "progress")}
+                                    "assignee", "resource", "createdAt", "updatedAt", "attempts", "history", "progress",
+                                    "threadId")}
     if task.get("offerExpiresAt") and task["state"] == "offered":
         out["offerExpiresAt"] = clock.iso(int(task["offerExpiresAt"]))
+    out["attempts"] = int(out.get("attempts") or 0)
     return {key: value for key, value in out.items() if value is not None or key in ("assignee",)}
 
 
@@ -170,12 +288,12 @@ def load_task(net: str, task_id: str) -> dict[str, Any]:
     return task
 
 
-def get(principal: Principal, req: TaskGetRequest, claims_of_task) -> dict[str, Any]:
+def get(principal: Principal, req: TaskGetRequest, claims_of_task, network_id: str | None = None) -> dict[str, Any]:
     """network_task_get (PROTOCOL.md 4.7): the task with its artifacts and active claims.
 
     ``claims_of_task(net, task_id)`` supplies the active claims (relaynet.claims).
     """
-    net = principal.network_id
+    net = network_id or principal.network_id
     items = t.query(k.task_pk(net, req.taskId))
     task = next((i for i in items if i["SK"] == k.META), None)
     if task is None:
@@ -196,36 +314,53 @@ def recent(net: str, limit: int = 20) -> list[dict[str, Any]]:
     return [summary(i) for i in t.query(k.tasks_index(net), index="GSI2", forward=False, limit=limit)]
 
 
-def _roles(principal: Principal, task: dict[str, Any], wanted: str, d_loader, now_ms: int) -> set[str]:
-    """The caller's roles towards ``task``, decided before its state (PROTOCOL.md 4.8).
+def unroutable(net: str, limit: int = 100) -> list[dict[str, Any]]:
+    """Summaries of this network's pending tasks nobody is eligible for (parked), oldest first
+    within each wait group (for control_list_blocked)."""
+    out: list[dict[str, Any]] = []
+    for marker in t.query(k.wait_marker(net, "")[0]):
+        if len(out) >= limit:
+            break
+        out += [summary(i) for i in t.query(k.wait_pk(net, marker["SK"]), index="GSI1", limit=limit - len(out))]
+    return out
+
+
+def _roles(principal: Principal, task: dict[str, Any], wanted: str, d_loader: Callable[[], Directory],
+           now_ms: int) -> set[str]:
+    """The caller's roles towards ``task`` (relaynet.taskstate), decided before its state.
 
     ``eligible`` (pull-accept) exists only while the task is pending: an offered task belongs to
     the offered instance, so another instance accepting it is 403, not 409.
     """
     if principal.kind == "representative":
         return {"creator"}
-    roles = set()
+    roles: set[str] = set()
     if task.get("assignee") == principal.instance_id:
         roles |= {"assignee", "offered_instance"}
     if (task.get("creator") or {}).get("agent") == principal.agent:
         roles.add("creator")
-    if wanted == "accepted" and task["state"] == "pending" and routing.is_eligible(task, d_loader(), principal.instance_id, now_ms):
-        roles.add("eligible")
+    if (wanted != "cancelled" and task["state"] == "pending"
+            and routing.is_eligible(task, d_loader(), principal.instance_id, now_ms)):
+        roles |= {"eligible", "assignee"}
     return roles
 
 
-def update(principal: Principal, req: TaskUpdateRequest, on_terminal=None) -> dict[str, Any]:
-    """network_task_update (PROTOCOL.md 4.8). Returns ``{task}``.
+def update(principal: Principal, req: TaskUpdateRequest, on_terminal: Callable[[str, str], Any] | None = None,
+           network_id: str | None = None) -> dict[str, Any]:
+    """network_task_update (PROTOCOL.md 4.8); also control_cancel_task (a representative
+    principal with ``network_id``). Returns ``{task}``.
 
     Raises InvalidArgument (missing reason), NotFound, PermissionDenied (the caller may not make
-    this move at all), InvalidTransition (409 with ``details.allowed``). A conditional put on the
-    task's version makes racing updates from one state yield exactly one winner; the loser is
-    re-evaluated against the new state and answered 409. ``on_terminal(net, task_id)`` runs after
-    a terminal move (releases the task's claims).
+    this move at all), InvalidTransition (409 with ``details.allowed``). The write is a conditional
+    put on the task's version. If it fails because another update moved the task first, the
+    caller lost a race from the same state: 409 against the new state. If the task's state did
+    not change (a transaction conflict, or the sweep re-parking it), it is tried again.
+    An offer already past ``offerExpiresAt`` is expired first (the hub's move, in the same write).
+    ``on_terminal(net, task_id)`` runs after a terminal move (releases the task's claims).
     """
     if req.status in REASON_REQUIRED and not (req.reason or "").strip():
         raise InvalidArgument.field("reason", f"required (non-empty) for status {req.status!r}")
-    net = principal.network_id
+    net = network_id or principal.network_id
     directory: list[Directory] = []
 
     def d_loader() -> Directory:
@@ -233,37 +368,181 @@ def update(principal: Principal, req: TaskUpdateRequest, on_terminal=None) -> di
             directory.append(load(net))
         return directory[0]
 
-    for _ in range(_MAX_ATTEMPTS):
+    first: Before | None = None
+    for attempt in range(_MAX_ATTEMPTS):
         task = load_task(net, req.taskId)
-        now = clock.now_ms()
-        roles = _roles(principal, task, req.status, d_loader, now)
-        if not roles & roles_for(req.status):
-            raise PermissionDenied(f"you may not move this task to {req.status!r}")
-        needed = rule(task["state"], req.status)
-        if needed is None or needed not in roles:
+        before = Before(task)
+        if first is None:
+            first = before
+        elif (before.state, before.assignee) != (first.state, first.assignee):
             raise InvalidTransition(task["state"], req.status, allowed_from(task["state"]))
-        before_state, version = task["state"], int(task["version"])
-        assignee = task.get("assignee")
-        actions: list[dict[str, Any]] = []
-        if req.status == "accepted":
-            task["assignee"] = principal.instance_id
-            task.pop("offerExpiresAt", None)
-            actions.append(t.tx_update(*k.instance(net, principal.instance_id), "ADD active :tid, held :tid",
-                                       "attribute_exists(PK)", tid={task["id"]}))
-        elif req.status in TERMINAL and assignee:
-            actions.append(t.tx_update(*k.instance(net, assignee), "DELETE active :tid, held :tid", tid={task["id"]}))
-        _step(task, req.status, principal.actor, now, req.reason)
-        creator_agent = (task.get("creator") or {}).get("agent")
-        body = f"Task {task['title']!r} is now {req.status}" + (f": {req.reason}" if req.reason else ".")
-        if creator_agent:
-            actions += _notice(task, {"agent": creator_agent}, principal.actor, body)
-        if req.status == "cancelled" and assignee and before_state in HELD | {"offered"}:
-            actions += _notice(task, {"instanceId": assignee}, principal.actor, body)
+        now = clock.now_ms()
+        actions = _move(principal, task, req, d_loader, now)
         try:
-            t.transact([_save(task, version, now), *actions])
+            t.transact([*save(task, before, now), *actions])
         except t.TransactionCancelled:
+            directory.clear()
+            time.sleep(random.uniform(0, 0.005 * (2 ** attempt)))
             continue
         if req.status in TERMINAL and on_terminal is not None:
             on_terminal(net, task["id"])
         return {"task": view(task)}
     raise InvalidTransition(task["state"], req.status, allowed_from(task["state"]))
+
+
+def _observe(net: str, principal: Principal, status: str) -> list[dict[str, Any]]:
+    """The assignee agent's observed counters (PROTOCOL.md 5.5 ``resume.observed``): a task counts
+    as assigned when accepted, and as completed or failed when the assignee finishes it."""
+    counter = {"accepted": "tasks_total", "completed": "tasks_completed", "failed": "tasks_failed"}.get(status)
+    if counter is None or principal.kind != "instance":
+        return []
+    return peers.observe_actions(net, principal.agent, **{counter: 1})
+
+
+def _move(principal: Principal, task: dict[str, Any], req: TaskUpdateRequest, d_loader, now: int
+          ) -> list[dict[str, Any]]:
+    """Check and apply (in memory) one caller's move; returns the other actions of its write."""
+    net = task["networkId"]
+    instance_ops: dict[str, tuple[set[str], set[str]]] = {}  # instance id -> (add, remove)
+
+    def op(inst_id: str, add: tuple[str, ...] = (), remove: tuple[str, ...] = ()) -> None:
+        adds, removes = instance_ops.setdefault(inst_id, (set(), set()))
+        adds.update(add)
+        removes.update(remove)
+        removes.difference_update(adds)
+
+    if task["state"] == "offered" and int(task.get("offerExpiresAt", 0)) <= now:
+        op(expire_offer(task, now), remove=("active", "held"))
+    state = task["state"]
+    verdict = decide(state, req.status, _roles(principal, task, req.status, d_loader, now))
+    if verdict == "forbidden":
+        raise PermissionDenied(f"you may not move this task to {req.status!r}")
+    if verdict == "invalid":
+        raise InvalidTransition(state, req.status, allowed_from(state))
+    assignee = task.get("assignee")
+    actions: list[dict[str, Any]] = []
+    if req.status == "accepted":
+        task["assignee"] = principal.instance_id
+        task.pop("offerExpiresAt", None)
+        op(principal.instance_id, add=("active", "held"))
+        if state == "pending":
+            actions += _join_thread(task, principal.agent)
+    elif req.status in TERMINAL and assignee:
+        op(assignee, remove=("active", "held"))
+    _step(task, req.status, principal.actor, now, req.reason)
+    for inst_id, (adds, removes) in instance_ops.items():
+        actions.append(instance_update(net, inst_id, task["id"], tuple(sorted(adds)), tuple(sorted(removes))))
+    actions += _observe(net, principal, req.status)
+    actions.append(events.event_action(net, "task", principal.actor, f"task {task['title']!r} {req.status}"
+                                       + (f": {req.reason[:200]}" if req.reason else ""),
+                                       taskId=task["id"], state=req.status))
+    creator_agent = (task.get("creator") or {}).get("agent")
+    body = f"Task {task['title']!r} is now {req.status}" + (f": {req.reason}" if req.reason else ".")
+    if creator_agent:
+        actions += _notice(task, {"agent": creator_agent}, principal.actor, body)
+    if req.status == "cancelled" and assignee and state in HELD | {"offered"}:
+        actions += _notice(task, {"instanceId": assignee}, principal.actor, body)
+    return actions
+
+
+def cancel(principal: Principal, network_id: str, task_id: str, reason: str | None = None,
+           on_terminal: Callable[[str, str], Any] | None = None) -> dict[str, Any]:
+    """control_cancel_task (PROTOCOL.md 6): a representative (whose grant the caller checked)
+    cancels a non-terminal task of ``network_id``. Returns ``{task}``; errors as :func:`update`."""
+    return update(principal, TaskUpdateRequest(taskId=task_id, status="cancelled", reason=reason),
+                  on_terminal=on_terminal, network_id=network_id)
+
+
+PROGRESS_KEPT = 50  # progress entries kept inline (the newest); the item stays far below 400 KB
+
+
+def progress(principal: Principal, task_id: str, payload: Any) -> dict[str, Any]:
+    """The plugin surface's ``tasks progress`` (PROTOCOL.md 5.7): the assignee appends
+    ``{payload, at}`` to ``progress``; an ``accepted`` task becomes ``working`` (a transition, with
+    its history entry and notice). Anyone else is 403; a task the assignee does not hold
+    (offered, terminal) is 409 with ``allowed``. Returns ``{task}``."""
+    net = principal.network_id
+    for attempt in range(_MAX_ATTEMPTS):
+        task = load_task(net, task_id)
+        before, now = Before(task), clock.now_ms()
+        if task.get("assignee") != principal.instance_id:
+            raise PermissionDenied("only the task's assignee reports progress")
+        if task["state"] not in HELD:
+            raise InvalidTransition(task["state"], "working", allowed_from(task["state"]))
+        task["progress"] = [*(task.get("progress") or []), {"payload": payload, "at": clock.iso(now)}][-PROGRESS_KEPT:]
+        actions: list[dict[str, Any]] = []
+        if task["state"] == "accepted":
+            _step(task, "working", principal.actor, now)
+            creator_agent = (task.get("creator") or {}).get("agent")
+            if creator_agent:
+                actions += _notice(task, {"agent": creator_agent}, principal.actor,
+                                   f"Task {task['title']!r} is now working.")
+        else:
+            task["updatedAt"] = clock.iso(now)
+        try:
+            t.transact([*save(task, before, now), *actions])
+        except t.TransactionCancelled:
+            time.sleep(random.uniform(0, 0.005 * (2 ** attempt)))
+            continue
+        return {"task": view(task)}
+    raise InvalidTransition(task["state"], "working", allowed_from(task["state"]))
+
+
+def list_for(principal: Principal, scope: str = "own", state: str = "active", limit: int = 20,
+             max_read: int = 1000) -> dict[str, Any]:
+    """The plugin surface's ``tasks list`` (PROTOCOL.md 5.7): summaries, newest first. ``scope``
+    ``own``: created by or assigned to (an instance of) the caller's agent; ``all``: the network's.
+    ``state`` ``active``: not terminal; ``all``. Reads at most ``max_read`` tasks of the listing
+    index. Returns ``{tasks, nextCursor}`` (``nextCursor`` is always null: the newest ``limit``)."""
+    net = principal.network_id
+    mine: set[str] = set()
+    if scope == "own":
+        mine = {i["id"] for i in load(net).instances.values() if i["agent"] == principal.agent}
+    out = []
+    for task in t.query(k.tasks_index(net), index="GSI2", forward=False, limit=max_read):
+        if state == "active" and task["state"] in TERMINAL:
+            continue
+        if scope == "own" and (task.get("creator") or {}).get("agent") != principal.agent \
+                and task.get("assignee") not in mine:
+            continue
+        out.append(summary(task))
+        if len(out) >= limit:
+            break
+    return {"tasks": out, "nextCursor": None}
+
+
+def return_to_pending(net: str, instance_id: str, reason: str = "instance stopped") -> list[str]:
+    """Every non-terminal task offered or assigned to ``instance_id`` goes back to ``pending``
+    (control_stop_agent, PROTOCOL.md 6), with the hub as actor; the sweep offers them again.
+    Returns the ids of the tasks moved."""
+    inst = t.get(*k.instance(net, instance_id)) or {}
+    moved = []
+    for task_id in sorted(inst.get("active") or ()):
+        for attempt in range(_MAX_ATTEMPTS):
+            task = t.get(*k.task(net, task_id))
+            if task is None or task["state"] in TERMINAL or task["state"] == "pending" \
+                    or task.get("assignee") != instance_id:
+                t.update(*k.instance(net, instance_id), "DELETE active :tid, held :tid", tid={task_id})
+                break
+            before, now = Before(task), clock.now_ms()
+            task.pop("assignee", None)
+            task.pop("offerExpiresAt", None)
+            task["declined"] = [*(i for i in task.get("declined") or () if i != instance_id), instance_id]
+            _step(task, "pending", ROUTER, now, reason)
+            task["dueAt"] = now
+            actions = [instance_update(net, instance_id, task_id, remove=("active", "held"))]
+            creator_agent = (task.get("creator") or {}).get("agent")
+            if creator_agent:
+                actions += _notice(task, {"agent": creator_agent}, ROUTER,
+                                   f"Task {task['title']!r} is pending again: {reason}.")
+            try:
+                t.transact([*save(task, before, now), *actions])
+            except t.TransactionCancelled:
+                time.sleep(random.uniform(0, 0.005 * (2 ** attempt)))
+                continue
+            moved.append(task_id)
+            break
+    return moved
+
+
+requeue_for_instance = return_to_pending  # control_stop_agent's name for it

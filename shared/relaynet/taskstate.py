@@ -1,14 +1,26 @@
-"""The task state machine of PROTOCOL.md 4.8, as one table.
+"""The task state machine of PROTOCOL.md 4.8, as one table, and the permission decision.
 
 | from | to | who |
 |---|---|---|
-| pending | accepted | an eligible instance (pull) |
-| offered | accepted | the offered instance |
+| pending | accepted | an eligible instance (pull), which becomes the assignee |
+| offered | accepted | the offered instance only |
 | offered | pending | the hub, when the offer expires (never a caller) |
 | accepted | working, blocked | the assignee |
 | working | blocked, completed, failed | the assignee |
 | blocked | working | the assignee |
 | any non-terminal | cancelled | the creator's agent (or a representative) |
+
+Roles a caller can hold towards a task (relaynet.tasks works them out):
+
+- ``creator``: the caller's agent created the task, or the caller is a representative.
+- ``offered_instance`` and ``assignee``: the task is offered or assigned to the caller's instance.
+- ``eligible`` and ``assignee``: the task is ``pending`` and the caller's instance is eligible for
+  it (4.6), so it could pull-accept it and become the assignee. Holding ``assignee`` here makes
+  "working before accepting" a state error (409, accept first), not a permission error.
+
+:func:`decide` applies PROTOCOL.md 4.8's order: permission before state. A caller none of whose
+roles may ever move a task into ``to`` is 403; a move the table has from this state but for
+another role is 403; a move the table does not have from this state is 409 with ``allowed``.
 """
 
 from __future__ import annotations
@@ -16,6 +28,7 @@ from __future__ import annotations
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 STATES = ("pending", "offered", "accepted", "working", "blocked", "completed", "failed", "cancelled")
 NON_TERMINAL = tuple(s for s in STATES if s not in TERMINAL)
+REQUESTABLE = ("accepted", "working", "blocked", "completed", "failed", "cancelled")  # a caller's `status`
 REASON_REQUIRED = frozenset({"blocked", "completed", "failed"})
 HELD = frozenset({"accepted", "working", "blocked"})  # states in which the assignee holds the task
 
@@ -33,6 +46,8 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     **{(s, "cancelled"): "creator" for s in NON_TERMINAL},
 }
 
+ALLOWED_BY_CALLERS = frozenset(pair for pair, role in TRANSITIONS.items() if role != "router")
+
 
 def roles_for(to: str) -> set[str]:
     """The roles that may move a task into ``to`` from some state."""
@@ -40,10 +55,22 @@ def roles_for(to: str) -> set[str]:
 
 
 def allowed_from(state: str) -> list[str]:
-    """States a caller may request from ``state`` by the table (the hub's own moves excluded)."""
-    return [dst for (src, dst), role in TRANSITIONS.items() if src == state and role != "router"]
+    """States a caller may request from ``state`` by the table (the hub's own moves excluded),
+    in the protocol's order of statuses."""
+    return [dst for dst in REQUESTABLE if (state, dst) in ALLOWED_BY_CALLERS]
 
 
 def rule(src: str, dst: str) -> str | None:
-    """The role the move needs, or None when the table has no such move."""
-    return TRANSITIONS.get((src, dst))
+    """The role the move needs, or None when the table has no such move (or only the hub's)."""
+    role = TRANSITIONS.get((src, dst))
+    return None if role == "router" else role
+
+
+def decide(state: str, to: str, roles: set[str]) -> str:
+    """``"ok"``, ``"forbidden"`` (403) or ``"invalid"`` (409) for a caller with ``roles``."""
+    if not roles & roles_for(to):
+        return "forbidden"
+    needed = rule(state, to)
+    if needed is None:
+        return "invalid"
+    return "ok" if needed in roles else "forbidden"

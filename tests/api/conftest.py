@@ -20,7 +20,8 @@ def call(tool: str, body: Any = None, token: str | None = None, headers: dict[st
     """(status, JSON body, headers) of ``POST /v1/tools/<tool>``."""
     path = f"/v1/tools/{tool}"
     route = f"POST {path}"
-    hdrs = [("content-type", "application/json"), *(headers or {}).items()]
+    given = {k.lower(): v for k, v in (headers or {}).items()}
+    hdrs = [("content-type", given.pop("content-type", "application/json")), *given.items()]
     if token is not None:
         hdrs.append(("authorization", f"Bearer {token}"))
         auth = load_handler(FUNCTIONS, "authorizer.handler")(

@@ -170,5 +170,25 @@ def test_health_and_openapi_answer_without_auth():
     doc = json.loads(load_handler(FUNCTIONS, "openapi.handler")(
         http_event("GET", "/v1/openapi.json", route_key="GET /v1/openapi.json"), None)["body"])
     assert doc["openapi"].startswith("3.")
+    from relaynet.catalogue import TOOLS as ALL_TOOLS
+
     operations = {op["operationId"] for path in doc["paths"].values() for op in path.values()}
-    assert operations == set(TOOLS)
+    assert operations == set(ALL_TOOLS) and set(TOOLS) <= operations
+
+
+def test_the_body_is_json_whatever_the_content_type_says(api, demo):
+    for ctype in ("text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "APPLICATION/JSON"):
+        status, body, _ = api("network_ask", {"body": "hi", "toAgent": "reviewer"}, demo.token("planner0"),
+                              {"content-type": ctype})
+        assert status == 200, (ctype, body)
+
+
+def test_deeply_nested_json_is_400_not_500(api, demo):
+    status, body, _ = api("network_whoami", raw="[" * 5000 + "]" * 5000, token=demo.token("planner0"))
+    assert status == 400 and body["error"]["code"] == "invalid_argument"
+
+
+def test_wrong_types_are_400_not_converted(api, demo):
+    for value in (True, "60", 60.5):
+        status, body, _ = api("network_claim", {"scope": "src/**", "ttlSeconds": value}, demo.token("coder0"))
+        assert status == 400 and body["error"]["details"]["fields"][0]["field"] == "ttlSeconds", value

@@ -10,7 +10,7 @@ import pytest
 from relaynet import channels, consult, context, messaging, peers
 from relaynet.adapters import Send
 from relaynet.errors import Conflict, InvalidArgument, NotFound, PermissionDenied
-from relaynet.models.plugin import DelegateRequest
+from relaynet.models.plugin import ConsultRequest
 from tests.conftest import apply
 
 SPEC = """
@@ -151,7 +151,7 @@ def test_a_silent_consultant_closes_the_consult_with_reply_within(net, monkeypat
 
 def test_delegate_opens_a_consult_and_returns_the_reply(net):
     alice, bob = net.principals["alice0"], net.principals["bob0"]
-    first = consult.delegate(alice, DelegateRequest(target="bob", prompt="Is this safe?", timeout=0))
+    first = consult.delegate(alice, ConsultRequest(target="bob", prompt="Is this safe?", timeout=0))
     assert first["state"] == "active" and first["reply"] is None
     offer = [m for m in messaging.inbox(bob)["messages"] if m["envelope"]["event_type"] == "text"]
     assert offer[0]["envelope"]["content"] == "Is this safe?" and "say(" in offer[0]["instructions"]
@@ -160,9 +160,9 @@ def test_delegate_opens_a_consult_and_returns_the_reply(net):
     assert (state, reply) == ("closed", "Yes, ship it")
     assert peers.describe(alice, "bob")["resume"]["observed"]["consults_answered"] == 1
     with pytest.raises(InvalidArgument):
-        consult.delegate(alice, DelegateRequest(target="alice", prompt="me?"))
+        consult.delegate(alice, ConsultRequest(target="alice", prompt="me?"))
     with pytest.raises(NotFound) as err:
-        consult.delegate(alice, DelegateRequest(target="ghost", prompt="?"))
+        consult.delegate(alice, ConsultRequest(target="ghost", prompt="?"))
     assert "bob" in err.value.details["available"]
 
 

@@ -256,7 +256,7 @@ def test_an_eligible_instance_may_pull_a_pending_task(table):
 def test_the_sweep_offers_a_pending_task_once_an_instance_exists(table):
     net = apply("network: n\nagents:\n  - {name: boss, instances: 1}\n  - {name: worker}\n")
     out = _delegate(net.principals["boss0"], toAgent="worker")
-    assert sweep.run()["requeued"] == 1
+    assert sweep.run()["offered"] == 0  # parked: nobody is eligible yet
     launched = admin.launch("n", "worker")
     assert sweep.run()["offered"] == 1
     assert tasks.load_task(net.network_id, out["taskId"])["assignee"] == launched["instanceId"]
@@ -347,7 +347,8 @@ def test_an_expired_claim_stops_blocking_at_once(demo):
     time.sleep(1.1)
     got = claims.claim(b, w.ClaimRequest(scope="src/a.py"))
     assert got["fencingToken"] > held["fencingToken"]
-    assert t.get(*k.claim(demo.network_id, held["claimId"])) is not None  # the item is still there
+    # the item is still there (moved out of the hot claims partition by that claim, not deleted)
+    assert t.get(*k.ended_claim(demo.network_id, held["claimId"]))["endReason"] == "expired"
     assert claims.release(a, w.ReleaseRequest(claimId=held["claimId"])) == {
         "claimId": held["claimId"], "released": False, "reason": "expired"}
 

@@ -1,24 +1,33 @@
 """The one place that turns API Gateway HTTP API events into tool calls and domain errors into
 the protocol's error envelope (PROTOCOL.md 2).
 
-A handler file builds a :class:`ToolApp`, registers its single route with :meth:`ToolApp.route`
-and exposes ``handler = tool.handler``. Check order (PROTOCOL.md 2): authentication (401, before
-anything else), body size (413), arguments (400, powertools validation against the pydantic
-model), then the domain's existence (404), permission (403) and state (409) checks.
+A handler file declares the DynamoDB actions its function may use (``DYNAMODB_ACTIONS``, the
+same list as its policy in template.yaml), builds ``ToolApp(<tool>, actions=DYNAMODB_ACTIONS)``,
+registers its single route with :meth:`ToolApp.route` and exposes ``handler = tool.handler``.
+The handler runs inside :func:`relaynet.store.table.declared`, so a DynamoDB request outside the
+declaration fails (500, logged) in every test instead of with AccessDenied in AWS.
+
+Check order (PROTOCOL.md 2): authentication (401, before anything else), body size (413),
+arguments (400, powertools validation against the pydantic model), then the domain's existence
+(404), permission (403) and state (409) checks.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
-from typing import Any, Callable
+import typing
+from typing import Any, Callable, Iterable
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from relaynet import catalogue
 from relaynet.errors import InvalidArgument, PayloadTooLarge, PermissionDenied, RelaynetError, Unauthenticated
 from relaynet.identity import Principal, touch
+from relaynet.store import table
 
 MAX_BODY_BYTES = 64 * 1024
 logger = Logger(service="relaynet")
@@ -97,7 +106,11 @@ class _NotFoundRoute(RelaynetError):
 
 
 def _prepare(event: dict[str, Any]) -> dict[str, Any]:
-    """Body checks before validation: size (413), empty body -> ``{}``, a JSON object (400)."""
+    """Body checks before validation: size (413), empty body -> ``{}``, a JSON object (400).
+
+    The body is JSON whatever ``Content-Type`` says (``curl -d`` sends a form type, browsers
+    ``text/plain``): the header is normalised so validation reads the body as JSON.
+    """
     body = event.get("body")
     if event.get("isBase64Encoded") and body:
         import base64
@@ -112,9 +125,13 @@ def _prepare(event: dict[str, Any]) -> dict[str, Any]:
         parsed = json.loads(body)
     except json.JSONDecodeError as exc:
         raise InvalidArgument("the body is not valid JSON", [{"field": "body", "message": str(exc)}]) from None
+    except RecursionError:
+        raise InvalidArgument("the body is nested too deeply", [{"field": "body", "message": "nested too deeply"}]) from None
     if not isinstance(parsed, dict):
         raise InvalidArgument("the body must be a JSON object", [{"field": "body", "message": "must be an object"}])
-    return {**event, "body": body, "isBase64Encoded": False}
+    headers = {key: value for key, value in (event.get("headers") or {}).items() if key.lower() != "content-type"}
+    headers["content-type"] = "application/json"
+    return {**event, "headers": headers, "body": body, "isBase64Encoded": False}
 
 
 def authorizer_context(event: dict[str, Any]) -> dict[str, Any] | None:
@@ -123,19 +140,34 @@ def authorizer_context(event: dict[str, Any]) -> dict[str, Any] | None:
 
 
 class ToolApp:
-    """One tool's Lambda: its route, its caller and its handler.
+    """One tool's Lambda: its route, its caller, its declared DynamoDB actions and its handler.
 
-    ``ToolApp("network_claim")`` looks the tool up in :mod:`relaynet.catalogue` for its path,
-    surface and description.
+    ``ToolApp("network_claim", actions=DYNAMODB_ACTIONS)`` looks the tool up in
+    :mod:`relaynet.catalogue` for its path, surface, request model and description; ``actions``
+    are the IAM item actions (``"GetItem"``, ``"Query"``, ...) its function's policy grants.
     """
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, *, actions: Iterable[str]):
         self.tool = catalogue.TOOLS[name]
+        self.actions = table.check_actions(actions)
         self.app = make_resolver()
         self._idempotency = None
 
     def route(self, func: Callable) -> Callable:
-        """Register ``func`` as ``POST /v1/tools/<name>`` (operationId = the tool name)."""
+        """Register ``func`` as ``POST /v1/tools/<name>`` (operationId = the tool name).
+
+        ``func`` takes the catalogue's request model as its body (``Annotated[<Model>, Body()]``),
+        so the handlers, the MCP bridge and the OpenAPI document share one schema; anything else
+        is a TypeError at import.
+        """
+        bodies = [hint for hint in typing.get_type_hints(func, include_extras=True).values()
+                  if typing.get_origin(hint) is typing.Annotated
+                  and any(isinstance(m, Body) for m in hint.__metadata__)]
+        models = [typing.get_args(hint)[0] for hint in bodies]
+        if models != [self.tool.model]:
+            raise TypeError(f"{self.tool.name}: the route must take Annotated[{self.tool.model.__name__}, Body()] "
+                            f"(the catalogue's model), found {[getattr(m, '__name__', m) for m in models]} "
+                            f"in {inspect.signature(func)}")
         return self.app.post(self.tool.path, operation_id=self.tool.name, summary=self.tool.name,
                              description=self.tool.description)(func)
 
@@ -152,7 +184,13 @@ class ToolApp:
 
         Same key and body within an hour: the first response. Same key, other body: 409
         ``already_exists``. First request still running: 409 ``in_progress`` with Retry-After.
+        The tool's declaration must include :data:`relaynet.store.table.IDEMPOTENCY_ACTIONS`.
         """
+        missing = sorted(table.IDEMPOTENCY_ACTIONS - self.actions)
+        if missing:  # checked on every call, keyed or not, so any test of the tool finds it
+            raise table.UndeclaredAction(f"{self.tool.name} takes an Idempotency-Key but does not declare "
+                                         f"{missing}: add them to DYNAMODB_ACTIONS in functions/{self.tool.name}.py "
+                                         "and to its policy in template.yaml")
         key = self.app.current_event.headers.get("idempotency-key")
         if not key:
             return fn()
@@ -162,15 +200,24 @@ class ToolApp:
         return idempotency.once(self.tool.name, self.caller(), key, body, fn, self.app.lambda_context)
 
     def handler(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        """The Lambda entry point."""
+        """The Lambda entry point (runs inside the tool's DynamoDB declaration)."""
+        with table.declared(self.actions, self.tool.name):
+            return self._handle(event, context)
+
+    def _handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         try:
             principal = Principal.from_context(authorizer_context(event))
             event = _prepare(event)
         except RelaynetError as exc:
             return error_response(exc)
         self.app.append_context(principal=principal)
+        if self.tool.surface == "control":  # presence is an instance's, on its own surfaces only
+            return self.app.resolve(event, context)
         try:
             touch(principal)
+        except table.UndeclaredAction:  # a bug in the declaration, not a transient failure
+            logger.exception("presence refresh is not declared")
+            return error_response(RelaynetError("internal error"))
         except Exception:  # presence is best effort; never fail a call for it
             logger.exception("presence refresh failed")
         return self.app.resolve(event, context)

@@ -26,9 +26,10 @@ def _non_blank(value: str) -> str:
 
 
 class Request(BaseModel):
-    """Base of every tool's arguments: unknown names are 400, whitespace is kept as sent."""
+    """Base of every tool's arguments: unknown names are 400, types are strict (``"60"`` or
+    ``true`` is not a number: PROTOCOL.md 2), whitespace is kept as sent."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=False)
+    model_config = ConfigDict(extra="forbid", populate_by_name=False, strict=True)
 
 
 Name = Annotated[str, Field(pattern=NAME_PATTERN, description="An agent name or group slug: ^[a-z][a-z0-9_-]{0,63}$")]

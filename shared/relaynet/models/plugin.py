@@ -47,7 +47,7 @@ class HandoffRequest(Request):
     tool: Optional[Annotated[str, Field(min_length=1, max_length=64)]] = Field(None, description="The routing tool you called, for tool_called conditions")
 
 
-class DelegateRequest(Request):
+class ConsultRequest(Request):
     """delegate (PROTOCOL.md 5.4): a one-shot consult that waits for the reply."""
 
     target: Name

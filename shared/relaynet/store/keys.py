@@ -9,6 +9,7 @@ access patterns each serves).
 | representative | ``REP#<name>`` | ``META`` |
 | thread and its messages | ``NET#<net>#THR#<thr>`` | ``META`` / ``MSG#<msg>`` |
 | mailbox entry (undelivered) | ``NET#<net>#MBOX#A#<agent>`` or ``NET#<net>#MBOX#I#<inst>`` | ``MSG#<msg>`` |
+| send record (Idempotency-Key of an ask / reply, 1 h) | ``NET#<net>#SEND#<sha256>`` | ``SEND`` |
 | task and its artifacts | ``NET#<net>#TASK#<task>`` | ``META`` / ``ART#<art>`` |
 | artifact without task | ``NET#<net>#ARTS`` | ``ART#<art>`` |
 | claims head and active claims | ``NET#<net>#CLAIMS`` | ``HEAD`` / ``CLAIM#<clm>`` |
@@ -17,7 +18,8 @@ access patterns each serves).
 GSI1 (sparse, routing): ``GSI1PK = ROUTE``, ``GSI1SK = <due ms, 13 digits>#<net>#<task>`` on
 tasks that are ``pending`` (not parked) or ``offered``; a pending task nobody is eligible for is
 *parked* under ``GSI1PK = WAIT#<net>#<wait key>``, ``GSI1SK = <parked ms>#<task>``, and its wait
-group has a marker item (``NET#<net>#WAIT`` / ``<wait key>``) listed under ``GSI1PK = WAITING``. GSI2 (listings): ``GSI2PK = NET#<net>#TASKS``,
+group has a marker item (``NET#<net>#WAIT`` / ``<wait key>``) listed under ``GSI1PK = WAITING``.
+GSI2 (listings): ``GSI2PK = NET#<net>#TASKS``,
 ``GSI2SK = <task id>`` on every task (newest first by ULID).
 """
 
@@ -80,6 +82,11 @@ def mailbox_pk(net_id: str, address: dict) -> str:
     if "instanceId" in address:
         return f"{net(net_id)}#MBOX#I#{address['instanceId']}"
     return f"{net(net_id)}#MBOX#A#{address['agent']}"
+
+
+def send_record(net_id: str, digest: str) -> tuple[str, str]:
+    """A send's durable record (relaynet.messaging), keyed by the hash of its Idempotency-Key."""
+    return f"{net(net_id)}#SEND#{digest}", "SEND"
 
 
 def task_pk(net_id: str, task_id: str) -> str:
@@ -180,3 +187,27 @@ def artifacts_index(net_id: str) -> str:
 def ended_claim(net_id: str, claim_id: str) -> tuple[str, str]:
     """Where a claim goes once released or expired: out of the hot claims partition."""
     return f"{claims_pk(net_id)}#ENDED", f"CLAIM#{claim_id}"
+
+
+def events_pk(net_id: str) -> str:
+    """The network's event stream (control_get_history), sorted by event ULID."""
+    return f"{net(net_id)}#EVENTS"
+
+
+def event(net_id: str, evt_id: str) -> tuple[str, str]:
+    return events_pk(net_id), f"EVT#{evt_id}"
+
+
+def confirmation(rep: str, confirmation_id: str) -> tuple[str, str]:
+    """A pending two-step operation of a representative (valid 5 minutes)."""
+    return f"REP#{rep}", f"CONFIRM#{confirmation_id}"
+
+
+def conversation(rep: str, conversation_id: str) -> str:
+    """The representative's conversation with its owner (control_channel_send/history)."""
+    return f"REP#{rep}#CONV#{conversation_id}"
+
+
+def channels_index(net_id: str) -> str:
+    """GSI2 partition listing every channel head of a network."""
+    return f"{net(net_id)}#CHANNELS"

@@ -4,13 +4,25 @@ One low-level client per container (created on first use, so importing costs not
 table name from ``RELAYNET_TABLE``, and the endpoint from boto3's own ``AWS_ENDPOINT_URL_DYNAMODB``
 (so the local stack needs no special code). Items cross this boundary as plain Python dicts:
 numbers come back as ``int`` (or ``float``), string sets as ``set``.
+
+Least privilege, checked here: each Lambda entry point declares the DynamoDB actions it may use
+(``DYNAMODB_ACTIONS`` in its ``functions/<name>.py``, the same list its policy in template.yaml
+names) and runs inside :func:`declared`. Every request made through :func:`client` -- the
+primitives below and powertools' idempotency layer alike -- is checked against the declaration
+of the entry point currently running, and one that needs an undeclared action raises
+:class:`UndeclaredAction` before anything is sent, so an under-declared handler fails its tests
+instead of failing in AWS with AccessDenied. Outside any declaration (the admin CLI, domain
+tests) nothing is restricted.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import boto3
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -25,13 +37,134 @@ _de = TypeDeserializer()
 MAX_TRANSACT_ITEMS = 100  # DynamoDB's limit for one TransactWriteItems
 
 
+# --------------------------------------------------------------------------------------------
+# Declared actions (least privilege)
+
+#: The IAM actions (``dynamodb:<name>``) a declaration may name: the item-level actions on the
+#: table and its indexes. A transaction is authorised per item (``Put`` -> PutItem, ``Update`` ->
+#: UpdateItem, ``Delete`` -> DeleteItem, ``ConditionCheck`` -> ConditionCheckItem; a
+#: TransactGetItems ``Get`` -> GetItem), so those are what a transaction needs.
+ITEM_ACTIONS = frozenset({
+    "GetItem", "BatchGetItem", "Query", "Scan", "PutItem", "UpdateItem", "DeleteItem",
+    "BatchWriteItem", "ConditionCheckItem",
+})
+#: What powertools' idempotency utility does on the table (``Idempotency-Key``, PROTOCOL.md 2):
+#: put the in-progress record, read it back on a conflict, complete it, delete it on a failure.
+IDEMPOTENCY_ACTIONS = frozenset({"PutItem", "GetItem", "UpdateItem", "DeleteItem"})
+
+_TRANSACT_WRITE = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
+                   "ConditionCheck": "ConditionCheckItem"}
+
+
+class UndeclaredAction(RuntimeError):
+    """A request needs a DynamoDB action (or a table) the running entry point did not declare.
+
+    A bug in the declaration, never the caller's fault: API handlers answer it as 500
+    ``internal`` and log this message, which names the entry point, the action and the fix.
+    """
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """The DynamoDB actions ``owner`` (a tool name, ``authorizer``, ``sweep``) may use."""
+
+    owner: str
+    actions: frozenset[str]
+
+
+_declaration: contextvars.ContextVar[Declaration | None] = contextvars.ContextVar(
+    "relaynet_dynamodb_declaration", default=None)
+
+
+def check_actions(actions: Iterable[str]) -> frozenset[str]:
+    """``actions`` as a frozenset; ValueError for a name outside :data:`ITEM_ACTIONS`."""
+    out = frozenset(actions)
+    unknown = sorted(out - ITEM_ACTIONS)
+    if unknown:
+        raise ValueError(f"not DynamoDB item actions: {unknown} (known: {sorted(ITEM_ACTIONS)})")
+    return out
+
+
+@contextlib.contextmanager
+def declared(actions: Iterable[str], owner: str) -> Iterator[Declaration]:
+    """Run the body with only ``actions`` allowed on the table (see the module docstring)."""
+    decl = Declaration(owner, check_actions(actions))
+    token = _declaration.set(decl)
+    try:
+        yield decl
+    finally:
+        _declaration.reset(token)
+
+
+def declares(actions: Iterable[str], owner: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator for a Lambda entry point that is not a ToolApp (the authorizer, the sweep):
+    the call runs inside :func:`declared`; the wrapper carries ``dynamodb_actions``."""
+    allowed = check_actions(actions)
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def entry(*args: Any, **kwargs: Any) -> Any:
+            with declared(allowed, owner):
+                return fn(*args, **kwargs)
+
+        entry.dynamodb_actions = allowed  # type: ignore[attr-defined]
+        return entry
+
+    return wrap
+
+
+def current_declaration() -> Declaration | None:
+    """The declaration in force here, or None (unrestricted)."""
+    return _declaration.get()
+
+
+def required_actions(operation: str, params: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """The IAM actions and the table names a DynamoDB request ``operation(**params)`` needs."""
+    if operation == "TransactWriteItems":
+        actions, tables = set(), set()
+        for item in params.get("TransactItems") or []:
+            for kind, body in item.items():
+                actions.add(_TRANSACT_WRITE.get(kind, kind))
+                tables.add(body.get("TableName"))
+        return actions, tables
+    if operation == "TransactGetItems":
+        return {"GetItem"}, {item["Get"].get("TableName") for item in params.get("TransactItems") or []}
+    if operation in ("BatchGetItem", "BatchWriteItem"):
+        return {operation}, set(params.get("RequestItems") or {})
+    return {operation}, {params.get("TableName")}
+
+
+def _enforce(params: dict[str, Any], model: Any, **_: Any) -> None:
+    """botocore ``before-parameter-build`` hook on :func:`client`: refuse what is undeclared."""
+    decl = _declaration.get()
+    if decl is None:
+        return
+    actions, tables = required_actions(model.name, params)
+    missing = sorted(actions - decl.actions)
+    if missing:
+        raise UndeclaredAction(
+            f"{decl.owner} called DynamoDB {model.name}, which needs "
+            f"{', '.join('dynamodb:' + a for a in missing)}, but declares only "
+            f"{sorted(decl.actions)}: add it to DYNAMODB_ACTIONS in functions/{decl.owner}.py "
+            f"and to that function's policy in template.yaml (or do not make this call)")
+    others = sorted(str(t) for t in tables - {table_name()})
+    if others:
+        raise UndeclaredAction(f"{decl.owner} called DynamoDB {model.name} on {others}; "
+                               f"its policy covers only the table {table_name()!r}")
+
+
 @functools.lru_cache(maxsize=1)
 def client():
-    """The process-wide DynamoDB client (one per Lambda container)."""
-    return boto3.client(
+    """The process-wide DynamoDB client (one per Lambda container).
+
+    Every request it makes is checked against the running entry point's declaration.
+    """
+    c = boto3.client(
         "dynamodb",
         config=Config(retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=2, read_timeout=10),
     )
+    c.meta.events.register("before-parameter-build.dynamodb", _enforce, unique_id="relaynet-declared-actions")
+    return c
 
 
 def table_name() -> str:
@@ -241,6 +374,23 @@ class TransactionCancelled(Exception):
     def __init__(self, reasons: list[str | None]):
         super().__init__(f"transaction cancelled: {reasons}")
         self.reasons = reasons
+
+
+def delete_if(pk: str, sk: str, condition: str, /, names: dict[str, str] | None = None, **vals: Any) -> bool:
+    """A conditional DeleteItem. Returns False when the item is absent or the condition failed."""
+    kwargs: dict[str, Any] = {"TableName": table_name(), "Key": key(pk, sk),
+                              "ConditionExpression": f"attribute_exists(PK) AND ({condition})"}
+    if names:
+        kwargs["ExpressionAttributeNames"] = names
+    if vals:
+        kwargs["ExpressionAttributeValues"] = values(**vals)
+    try:
+        client().delete_item(**kwargs)
+        return True
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            return False
+        raise
 
 
 def tx_put(item: dict[str, Any], condition: str | None = None, /, names: dict[str, str] | None = None, **vals: Any) -> dict[str, Any]:

@@ -1,0 +1,576 @@
+"""DynamoDB requests, request units and the AWS bill per tool call: the figures behind the cost
+table in README.md ("Deploy to AWS with SAM").
+
+Run: ``.venv/bin/python benchmarks/requests_per_tool.py`` (or ``make cost``). Not a test, but
+tests/test_policies.py runs the same scenarios under each function's declared DynamoDB actions.
+
+Every call goes through the real Lambda handlers (the authorizer, then the tool's handler, with
+the ``Idempotency-Key`` the SDK and the MCP bridge send on creating writes), against moto
+in-process, on the demo network of examples/demo-network.yaml. A botocore hook on the process's
+DynamoDB client attributes each request to the entry point whose declaration is running
+(:func:`relaynet.store.table.current_declaration`) and models its request units with DynamoDB's
+published rules, applied to the real items (read through a second, uninstrumented client):
+reads 1 RRU per 4 KB (half for eventually consistent reads and for every GSI read), a Query
+rounds the sum of the items it returns, an empty read costs the minimum; writes 1 WRU per 1 KB of
+the larger of the old and new item, at least 1, plus the same again for each GSI the item is (or
+was) in; a failed condition still costs the write; every item of a transaction counts twice
+(a ConditionCheck like a write of the item it checks). Presence (at most one UpdateItem per
+instance per minute) is written before the measured calls, so the figures are the steady state.
+
+Prices (list prices, us-east-1, as stated in :data:`PRICES`) turn the counts into dollars per
+million calls. Lambda duration is not measurable on moto: it is modelled as
+``BASE_MS + PER_REQUEST_MS`` x DynamoDB requests at the template's 512 MB (warm containers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import uuid
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+ROOT = Path(__file__).resolve().parents[1]
+FUNCTIONS = str(ROOT / "functions")
+TEMPLATE = ROOT / "template.yaml"
+GSI_KEYS = ("GSI1PK", "GSI2PK")
+
+#: List prices, us-east-1, from the AWS pricing pages (aws.amazon.com/api-gateway/pricing,
+#: /lambda/pricing, /dynamodb/pricing/on-demand), recorded 2026-11-29; the DynamoDB on-demand
+#: prices are those in force since the 1 November 2024 reduction. Free tiers not applied.
+PRICES = {
+    "http_api_per_million": 1.00,          # HTTP API requests, first 300 million a month
+    "lambda_per_million": 0.20,            # Lambda requests
+    "lambda_arm_gb_s": 0.0000133334,       # Lambda duration, arm64, first 7.5 billion GB-s a month
+    "ddb_wru_per_million": 0.625,          # DynamoDB on-demand write request units, Standard class
+    "ddb_rru_per_million": 0.125,          # DynamoDB on-demand read request units, Standard class
+}
+PRICES_DATE = "2026-11-29"
+MEMORY_GB = 0.5          # MemorySize 512 in template.yaml Globals
+BASE_MS = 20             # modelled handler time outside DynamoDB (warm)
+PER_REQUEST_MS = 8       # modelled in-region DynamoDB round trip
+
+
+# --------------------------------------------------------------------------- item sizes
+
+def _value_size(v: dict[str, Any]) -> int:
+    (kind, val), = v.items()
+    if kind == "S":
+        return len(val.encode("utf-8"))
+    if kind == "N":
+        digits = len(val.lstrip("-").replace(".", "").lstrip("0")) or 1
+        return math.ceil(digits / 2) + 1
+    if kind == "B":
+        return len(val)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(s.encode("utf-8")) for s in val)
+    if kind == "NS":
+        return sum(_value_size({"N": n}) for n in val)
+    if kind == "BS":
+        return sum(len(b) for b in val)
+    if kind == "L":
+        return 3 + sum(1 + _value_size(e) for e in val)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode("utf-8")) + _value_size(e) for k, e in val.items())
+    raise ValueError(kind)
+
+
+def item_size(item: dict[str, Any] | None) -> int:
+    """An item's size as DynamoDB bills it (attribute names plus values; typed JSON in)."""
+    return sum(len(k.encode("utf-8")) + _value_size(v) for k, v in (item or {}).items())
+
+
+def read_units(size: int, consistent: bool) -> float:
+    units = max(1, math.ceil(size / 4096))
+    return float(units) if consistent else units / 2
+
+
+def write_units(size: int) -> int:
+    return max(1, math.ceil(size / 1024))
+
+
+# --------------------------------------------------------------------------- the meter
+
+@dataclass
+class Usage:
+    """What one entry point did during one measured call."""
+
+    ops: Counter = field(default_factory=Counter)
+    actions: set = field(default_factory=set)
+    rru: float = 0.0
+    wru: float = 0.0
+
+    @property
+    def requests(self) -> int:
+        return sum(self.ops.values())
+
+
+class Meter:
+    """Counts requests by entry point and operation and models their request units."""
+
+    def __init__(self, client: Any, raw: Any):
+        from relaynet.store import table
+
+        self._table = table
+        self.raw = raw
+        self.usage: dict[str, Usage] = {}
+        self.seen_actions: dict[str, set[str]] = {}  # every call, measured or not
+        self._pending: list[dict[str, Any]] = []
+        client.meta.events.register("before-parameter-build.dynamodb", self._before)
+        client.meta.events.register("after-call.dynamodb", self._after)
+
+    def reset(self) -> None:
+        self.usage = {}
+
+    def _old(self, key: dict[str, Any]) -> dict[str, Any] | None:
+        return self.raw.get_item(TableName=self._table.table_name(), Key=key, ConsistentRead=True).get("Item")
+
+    @staticmethod
+    def _key(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        return {k: body["Item"][k] for k in ("PK", "SK")} if kind in ("Put", "PutRequest") else body["Key"]
+
+    def _before(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        decl = self._table.current_declaration()
+        owner = decl.owner if decl else "-"
+        op = model.name
+        actions, _tables = self._table.required_actions(op, params)
+        self.usage.setdefault(owner, Usage()).ops[op] += 1
+        self.usage[owner].actions |= actions
+        self.seen_actions.setdefault(owner, set()).update(actions)
+        pre: dict[str, Any] = {"owner": owner, "op": op, "params": params, "old": []}
+        if op == "PutItem":
+            pre["old"] = [self._old(self._key("Put", params))]
+        elif op in ("UpdateItem", "DeleteItem"):
+            pre["old"] = [self._old(params["Key"])]
+        elif op == "TransactWriteItems":
+            pre["old"] = [self._old(self._key(*next(iter(a.items())))) for a in params["TransactItems"]]
+        elif op == "BatchWriteItem":
+            reqs = next(iter(params["RequestItems"].values()))
+            pre["old"] = [self._old(self._key(*next(iter(r.items())))) for r in reqs]
+        self._pending.append(pre)
+
+    @staticmethod
+    def _gsi(old: dict | None, new: dict | None) -> int:
+        return sum(write_units(max(item_size(old), item_size(new)))
+                   for g in GSI_KEYS if (old and g in old) or (new and g in new))
+
+    def _after(self, http_response: Any, parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        pre = self._pending.pop()
+        use, op, params, old = self.usage[pre["owner"]], pre["op"], pre["params"], pre["old"]
+        if parsed.get("Error") or http_response.status_code >= 400:
+            if op in ("PutItem", "UpdateItem", "DeleteItem"):
+                use.wru += write_units(item_size(old[0]))
+            elif op == "TransactWriteItems":
+                use.wru += 2 * sum(write_units(item_size(o)) for o in old)
+            return
+        if op == "GetItem":
+            use.rru += read_units(item_size(parsed.get("Item")), params.get("ConsistentRead", False))
+        elif op == "BatchGetItem":
+            (_name, req), = params["RequestItems"].items()
+            got = next(iter(parsed.get("Responses", {}).values()), [])
+            consistent = req.get("ConsistentRead", False)
+            use.rru += sum(read_units(item_size(i), consistent) for i in got)
+            use.rru += read_units(0, consistent) * (len(req["Keys"]) - len(got))
+        elif op in ("Query", "Scan"):
+            consistent = params.get("ConsistentRead", False) and "IndexName" not in params
+            use.rru += read_units(sum(item_size(i) for i in parsed.get("Items", [])), consistent)
+        elif op == "TransactGetItems":
+            use.rru += 2 * sum(read_units(item_size(r.get("Item")), True) for r in parsed.get("Responses", []))
+        elif op in ("PutItem", "UpdateItem", "DeleteItem"):
+            new = params["Item"] if op == "PutItem" else (self._old(params["Key"]) if op == "UpdateItem" else None)
+            use.wru += write_units(max(item_size(old[0]), item_size(new))) + self._gsi(old[0], new)
+        elif op == "TransactWriteItems":
+            for action, before in zip(params["TransactItems"], old):
+                (kind, body), = action.items()
+                new = {"Put": lambda: body["Item"], "Update": lambda: self._old(body["Key"]),
+                       "Delete": lambda: None}.get(kind, lambda: before)()
+                use.wru += 2 * (write_units(max(item_size(before), item_size(new))) + self._gsi(before, new))
+        elif op == "BatchWriteItem":
+            reqs = next(iter(params["RequestItems"].values()))
+            for req, before in zip(reqs, old):
+                (kind, body), = req.items()
+                new = body["Item"] if kind == "PutRequest" else None
+                use.wru += write_units(max(item_size(before), item_size(new))) + self._gsi(before, new)
+
+
+# --------------------------------------------------------------------------- calling the handlers
+
+def call(tool: str, body: dict[str, Any], token: str, key: str | None = None) -> tuple[int, dict[str, Any]]:
+    """``POST /v1/tools/<tool>`` as API Gateway does it: the authorizer, then the handler."""
+    from relaynet_local.events import authorizer_event, http_event
+    from relaynet_local.lambdas import LambdaContext, load_handler
+
+    path = f"/v1/tools/{tool}"
+    route = f"POST {path}"
+    hdrs = [("content-type", "application/json"), ("authorization", f"Bearer {token}")]
+    if key:
+        hdrs.append(("idempotency-key", key))
+    auth = load_handler(FUNCTIONS, "authorizer.handler")(
+        authorizer_event("POST", path, route_key=route, identity=[f"Bearer {token}"], headers=hdrs), None)
+    event = http_event("POST", path, route_key=route, headers=hdrs, body=json.dumps(body),
+                       authorizer_context=auth["context"])
+    resp = load_handler(FUNCTIONS, f"{tool}.handler")(event, LambdaContext(tool, 29.0, 512))
+    return resp["statusCode"], json.loads(resp["body"])
+
+
+@contextmanager
+def clock_at(now_ms: int | None) -> Iterator[None]:
+    """Run the body with the domain's clock reading ``now_ms`` (None: the real time)."""
+    from relaynet import clock
+
+    real = clock.now_ms
+    if now_ms is not None:
+        clock.now_ms = lambda: now_ms  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        clock.now_ms = real  # type: ignore[assignment]
+
+
+def run_sweep(now_ms: int | None = None) -> dict[str, int]:
+    """The scheduled sweep's handler, optionally at another time."""
+    from relaynet_local.lambdas import LambdaContext, load_handler
+
+    with clock_at(now_ms):
+        return load_handler(FUNCTIONS, "sweep.handler")({"source": "aws.events"}, LambdaContext("sweep", 60.0, 512))
+
+
+@dataclass
+class Step:
+    """One measured call: ``label`` in the table, ``tool`` (or ``sweep``), ``typical`` rows are
+    the ones a million calls are priced from."""
+
+    label: str
+    tool: str
+    typical: bool
+    run: Callable[[], Any]
+
+
+def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
+    """The demo story, one tool call per step: whoami, discover, capabilities, ask / inbox /
+    reply, delegate / accept / claim / publish / task_get / release / complete, the sweep, and
+    the variants that exercise every declared action (idempotent retries, a failed keyed
+    write, a claim renewal, an expired offer, a requeue)."""
+    insts = tokens["networks"][network]["instances"]
+    tok = {f"{agent}{n}": i["token"] for agent, lst in insts.items() for n, i in enumerate(lst)}
+    by_inst = {i["instanceId"]: i["token"] for lst in insts.values() for i in lst}
+    state: dict[str, Any] = {}
+
+    def ok(tool: str, body: dict[str, Any], who: str, key: str | None = None, expect: int = 200) -> dict[str, Any]:
+        status, out = call(tool, body, tok.get(who) or by_inst[who], key)
+        assert status == expect, f"{tool} as {who}: {status} {out} (a 500 is logged; UndeclaredAction = a missing declaration)"
+        return out
+
+    def key() -> str:
+        return str(uuid.uuid4())
+
+    def ask() -> None:
+        state["ask_key"] = key()
+        state["ask_body"] = {"toAgent": "reviewer", "subject": "Review the health endpoint",
+                             "body": "Could you review PR 42 (adds GET /health)? It is small."}
+        state["thread"] = ok("network_ask", state["ask_body"], "planner0", state["ask_key"])["threadId"]
+
+    def delegate(to: str, name: str) -> None:
+        out = ok("network_delegate", {"toAgent": to, "objective": "Add a GET /health endpoint to the API",
+                                      "acceptanceCriteria": ["returns 200", "has a test"]}, "planner0", key())
+        state[name] = out
+
+    def task_update(status: str, **extra: Any) -> None:
+        t = state["task"]
+        ok("network_task_update", {"taskId": t["taskId"], "status": status, **extra}, t["assignee"])
+
+    def claim(scope: str = "src/api/**", name: str = "claim") -> None:
+        t = state["task"]
+        state[name] = ok("network_claim", {"scope": scope, "taskId": t["taskId"], "ttlSeconds": 900}, t["assignee"])
+
+    def release(name: str) -> None:
+        ok("network_release", {"claimId": state[name]["claimId"]}, state["task"]["assignee"])
+
+    def offer_expiry(name: str) -> int:
+        from relaynet import tasks
+
+        net = tokens["networks"][network]["networkId"]
+        return int(tasks.load_task(net, state[name]["taskId"])["offerExpiresAt"]) + 1
+
+    def swept(at: int, outcome: str | None = None, launch: str | None = None) -> None:
+        state["swept_at"] = at
+        if launch:  # an operator starts one more instance (not a tool call: unmeasured)
+            from relaynet import admin
+
+            with clock_at(at - 1):
+                admin.launch(network, launch)
+        stats = run_sweep(at)
+        assert outcome is None or stats.get(outcome, 0) >= 1, (outcome, stats)
+
+    yield Step("network_whoami", "network_whoami", True, lambda: ok("network_whoami", {}, "coder0"))
+    yield Step("network_discover", "network_discover", True, lambda: ok("network_discover", {}, "planner0"))
+    yield Step("network_discover (candidates)", "network_discover", False, lambda: ok(
+        "network_discover", {"resourceKey": "github.com/acme/api", "action": "review"}, "planner0"))
+    yield Step("network_register_capabilities", "network_register_capabilities", True, lambda: ok(
+        "network_register_capabilities", {"capabilities": [{"id": "python", "name": "Python",
+                                                             "description": "Writes Python"}]}, "coder0"))
+    yield Step("network_ask", "network_ask", True, ask)
+    yield Step("network_ask (retried with its key)", "network_ask", False,
+               lambda: ok("network_ask", state["ask_body"], "planner0", state["ask_key"]))
+    yield Step("network_ask (404, with a key)", "network_ask", False,
+               lambda: ok("network_ask", {"toAgent": "ghost", "body": "hi"}, "planner0", key(), expect=404))
+    yield Step("network_inbox (1 message)", "network_inbox", True,
+               lambda: ok("network_inbox", {}, "reviewer0"))
+    yield Step("network_inbox (empty)", "network_inbox", False, lambda: ok("network_inbox", {}, "reviewer0"))
+    yield Step("network_ask (a 4 KB body)", "network_ask", False, lambda: ok(
+        "network_ask", {"toAgent": "reviewer", "body": "x" * 4096}, "planner0", key()))
+    yield Step("network_inbox (a 4 KB message)", "network_inbox", False, lambda: ok("network_inbox", {}, "reviewer0"))
+    yield Step("network_reply", "network_reply", True, lambda: ok(
+        "network_reply", {"threadId": state["thread"], "body": "Approved, one nit inline."}, "reviewer0", key()))
+    yield Step("network_delegate", "network_delegate", True, lambda: delegate("coder", "task"))
+    yield Step("network_task_update (accept)", "network_task_update", True, lambda: task_update("accepted"))
+    yield Step("network_task_update (working)", "network_task_update", True, lambda: task_update("working"))
+    yield Step("network_claim", "network_claim", True, claim)
+    yield Step("network_claim (renew)", "network_claim", False, claim)
+    yield Step("network_publish_artifact", "network_publish_artifact", True, lambda: ok(
+        "network_publish_artifact", {"uri": "https://github.com/acme/api/pull/42", "type": "pull_request",
+                                     "label": "PR 42", "taskId": state["task"]["taskId"]},
+        state["task"]["assignee"], key()))
+    yield Step("network_task_get", "network_task_get", True, lambda: ok(
+        "network_task_get", {"taskId": state["task"]["taskId"]}, "planner0"))
+    yield Step("network_release", "network_release", True, lambda: release("claim"))
+    yield Step("network_claim (a second scope)", "network_claim", False, lambda: claim("docs/**", "claim2"))
+    yield Step("network_task_update (complete)", "network_task_update", True, lambda: task_update(
+        "completed", reason="PR 42 merged; tests green"))  # releases the task's active claim
+    yield Step("network_release (already released)", "network_release", False, lambda: release("claim2"))
+    yield Step("sweep (nothing due)", "sweep", True, lambda: run_sweep())
+
+    def lapsed_claim() -> None:
+        from relaynet import clock
+
+        ok("network_claim", {"scope": "tmp/short/**", "ttlSeconds": 1}, "coder1")
+        with clock_at(clock.now_ms() + 5000):  # the short claim lapsed: this call moves it out
+            ok("network_claim", {"scope": "tmp/other/**", "ttlSeconds": 60}, "coder1")
+
+    yield Step("network_claim (tidies a lapsed claim)", "network_claim", False, lapsed_claim)
+    # The sweep's other paths, at the times they happen: an offer to the only reviewer expires
+    # (nobody else is eligible), another reviewer instance starts, the task goes to it, and a
+    # later run tidies up after it.
+    yield Step("network_delegate (to reviewer)", "network_delegate", False, lambda: delegate("reviewer", "review"))
+    yield Step("sweep (an expired offer)", "sweep", False, lambda: swept(offer_expiry("review"), "expired"))
+    yield Step("sweep (a new instance is eligible)", "sweep", False, lambda: swept(
+        state["swept_at"] + 1000, "offered", launch="reviewer"))
+    yield Step("sweep (a few minutes later)", "sweep", False, lambda: swept(state["swept_at"] + 180_000))
+
+    # The plugin surface (PROTOCOL.md 5): peers, a conversation, a workflow, a consult, tasks.
+    yield Step("peers (find)", "peers", True, lambda: ok("peers", {"action": "find", "sort_by": "cost"}, "planner0"))
+    yield Step("peers (describe)", "peers", False, lambda: ok("peers", {"action": "describe", "name": "coder"}, "planner0"))
+
+    def open_conversation() -> None:
+        state["ch"] = ok("channels", {"action": "open", "type": "conversation", "target": "reviewer",
+                                      "intent": "release notes", "message": "Can you draft the release notes?"},
+                         "planner0", key())["channel_id"]
+
+    yield Step("channels (open with a message)", "channels", True, open_conversation)
+    yield Step("say", "say", True, lambda: ok("say", {"channel_id": state["ch"], "content": "Drafting them now."},
+                                              "reviewer0", key()))
+    yield Step("channels (info)", "channels", False, lambda: ok("channels", {"action": "info", "channel_id": state["ch"]},
+                                                               "planner0"))
+    yield Step("channels (list)", "channels", False, lambda: ok("channels", {"action": "list"}, "planner0"))
+    yield Step("context (search)", "context", True, lambda: ok("context", {"action": "search", "query": "release"},
+                                                               "planner0"))
+    yield Step("context (quote)", "context", False, lambda: ok(
+        "context", {"action": "quote", "speaker": "reviewer", "channel_id": state["ch"]}, "planner0"))
+    yield Step("channels (close)", "channels", False, lambda: ok("channels", {"action": "close", "channel_id": state["ch"]},
+                                                                "planner0"))
+
+    def open_workflow() -> None:
+        graph = {"initial_speaker": "planner", "transitions": [
+            {"when": {"name": "from_speaker", "args": {"agent_id": "planner"}},
+             "then": {"name": "agent", "args": {"agent_id": "reviewer"}}, "priority": 0}],
+            "default_target": {"name": "terminate", "args": {"reason": "sequence_complete"}}, "max_turns": 2}
+        state["wf"] = ok("channels", {"action": "open", "type": "workflow", "target": "reviewer",
+                                      "knobs": {"graph": graph}}, "planner0", key())["channel_id"]
+
+    yield Step("channels (open a workflow)", "channels", False, open_workflow)
+    yield Step("handoff", "handoff", True, lambda: ok("handoff", {"channel_id": state["wf"], "content": "spec attached",
+                                                                 "context": {"stage": "review"}}, "planner0", key()))
+    yield Step("handoff (finish)", "handoff", False, lambda: ok(
+        "handoff", {"channel_id": state["wf"], "finish": "LGTM", "reason": "approved"}, "reviewer0", key()))
+    yield Step("delegate (a consult, not waiting)", "delegate", True, lambda: ok(
+        "delegate", {"target": "reviewer", "prompt": "Is the /health change safe to ship?", "timeout": 0},
+        "planner0", key()))
+
+    def plugin_task() -> None:
+        delegate("coder", "ptask")
+        state["task"] = state["ptask"]
+        task_update("accepted")
+
+    yield Step("network_delegate (for the tasks tool)", "network_delegate", False, plugin_task)
+    yield Step("tasks (progress)", "tasks", True, lambda: ok(
+        "tasks", {"action": "progress", "task_id": state["ptask"]["taskId"], "payload": {"step": "tests written"}},
+        state["ptask"]["assignee"]))
+    yield Step("tasks (status)", "tasks", False, lambda: ok("tasks", {"action": "status", "task_id": state["ptask"]["taskId"]},
+                                                            "planner0"))
+    yield Step("tasks (list)", "tasks", False, lambda: ok("tasks", {"action": "list", "scope": "all"}, "planner0"))
+    yield Step("tasks (wait, not yet)", "tasks", False, lambda: ok(
+        "tasks", {"action": "wait", "task_id": state["ptask"]["taskId"], "timeout": 0}, "planner0"))
+    yield Step("network_claim (for the task)", "network_claim", False, lambda: ok(
+        "network_claim", {"scope": "src/health/**", "taskId": state["ptask"]["taskId"]}, state["ptask"]["assignee"]))
+    yield Step("tasks (complete)", "tasks", False, lambda: ok(
+        "tasks", {"action": "complete", "task_id": state["ptask"]["taskId"], "result": "merged as PR 43"},
+        state["ptask"]["assignee"]))
+
+    # The control surface (PROTOCOL.md 6), as the demo's representative `ops` (grant operate).
+    tok["ops"] = tokens["representatives"]["ops"]
+    net_id = tokens["networks"][network]["networkId"]
+    for tool, body, typical in (("control_whoami", {}, True), ("control_list_networks", {}, False),
+                                ("control_use_network", {"networkId": net_id}, False),
+                                ("control_network_status", {}, True), ("control_list_agents", {}, False),
+                                ("control_find_agents", {"resourceKey": "github.com/acme/api", "action": "review"}, False),
+                                ("control_list_tasks", {"limit": 10}, False), ("control_list_blocked", {}, False),
+                                ("control_get_history", {"limit": 20}, False), ("control_get_graph", {}, False),
+                                ("control_channel_send", {"body": "All quiet; one task pending review."}, False),
+                                ("control_channel_history", {}, False)):
+        yield Step(tool, tool, typical, lambda tool=tool, body=body: ok(tool, body, "ops"))
+    yield Step("control_task_status", "control_task_status", False, lambda: ok(
+        "control_task_status", {"taskId": state["ptask"]["taskId"]}, "ops"))
+    yield Step("control_get_thread", "control_get_thread", False, lambda: ok(
+        "control_get_thread", {"threadId": state["thread"]}, "ops"))
+
+    def control_ask() -> None:
+        state["ops_thread"] = ok("control_ask", {"toAgent": "planner", "body": "Status of /health?"}, "ops", key())["threadId"]
+
+    yield Step("control_ask", "control_ask", True, control_ask)
+    yield Step("control_reply", "control_reply", False, lambda: ok(
+        "control_reply", {"threadId": state["ops_thread"], "body": "Thanks."}, "ops"))
+
+    def control_delegate() -> None:
+        state["ops_task"] = ok("control_delegate", {"toAgent": "coder", "objective": "Bump the API version"},
+                               "ops", key())
+
+    yield Step("control_delegate", "control_delegate", False, control_delegate)
+    yield Step("network_claim (on the representative's task)", "network_claim", False, lambda: ok(
+        "network_claim", {"scope": "VERSION", "taskId": state["ops_task"]["taskId"]}, "coder0"))
+    yield Step("control_ask (404)", "control_ask", False, lambda: ok(
+        "control_ask", {"toAgent": "ghost", "body": "hello?"}, "ops", key(), expect=404))
+    yield Step("control_cancel_task", "control_cancel_task", False, lambda: ok(
+        "control_cancel_task", {"taskId": state["ops_task"]["taskId"], "reason": "not needed"}, "ops"))
+    yield Step("control_wake_agent", "control_wake_agent", False, lambda: ok(
+        "control_wake_agent", {"toAgent": "reviewer", "reason": "review waiting"}, "ops"))
+
+    def launch() -> None:
+        state["launched"] = ok("control_launch_agent", {"agentName": "coder"}, "ops")
+        tok["launched"] = state["launched"]["token"]
+        state["held"] = ok("network_claim", {"scope": "scratch/**"}, "launched")
+
+    yield Step("control_launch_agent", "control_launch_agent", False, launch)
+    yield Step("control_release_claim", "control_release_claim", False, lambda: ok(
+        "control_release_claim", {"claimId": state["held"]["claimId"]}, "ops"))
+
+    def two_step(tool: str) -> None:
+        inst = state["launched"]["instanceId"]
+        first = ok(tool, {"instanceId": inst}, "ops")
+        ok(tool, {"instanceId": inst, "confirmationId": first["confirmationId"]}, "ops")
+
+    yield Step("control_stop_agent (both steps)", "control_stop_agent", False, lambda: two_step("control_stop_agent"))
+    yield Step("control_restart_agent (both steps)", "control_restart_agent", False,
+               lambda: two_step("control_restart_agent"))
+
+# --------------------------------------------------------------------------- the bill
+
+def lambda_cost(requests: int) -> float:
+    """Dollars for one invocation: the request plus the modelled duration."""
+    seconds = (BASE_MS + PER_REQUEST_MS * requests) / 1000
+    return PRICES["lambda_per_million"] / 1e6 + MEMORY_GB * seconds * PRICES["lambda_arm_gb_s"]
+
+
+def ddb_cost(use: Usage) -> float:
+    return (use.rru * PRICES["ddb_rru_per_million"] + use.wru * PRICES["ddb_wru_per_million"]) / 1e6
+
+
+def measure(steps: Iterator[Step], meter: Meter) -> list[tuple[Step, dict[str, Usage]]]:
+    """Run each step with a fresh meter; returns ``(step, usage by entry point)``."""
+    out = []
+    for step in steps:
+        meter.reset()
+        step.run()
+        out.append((step, dict(meter.usage)))
+    return out
+
+
+def table_markdown(results: list[tuple[Step, dict[str, Usage]]], typical_only: bool = True) -> str:
+    rows = ["| call | DynamoDB requests | RRU | WRU | DynamoDB $ | Lambda $ | API $ | total $ per million |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    totals = []
+    for step, usage in results:
+        if typical_only and not step.typical:
+            continue
+        use = usage.get(step.tool, Usage())
+        api = PRICES["http_api_per_million"] if step.tool != "sweep" else 0.0
+        dd, lam = ddb_cost(use) * 1e6, lambda_cost(use.requests) * 1e6
+        total = dd + lam + api
+        if step.tool != "sweep" and step.typical:
+            totals.append(total)
+        ops = ", ".join(f"{op} {n}" for op, n in sorted(use.ops.items()))
+        rows.append(f"| `{step.label}` | {use.requests} ({ops}) | {use.rru:g} | {use.wru:g} | {dd:.2f} | "
+                    f"{lam:.2f} | {api:.2f} | **{total:.2f}** |")
+    auth = next((u["authorizer"] for _s, u in results if "authorizer" in u), Usage())
+    auth_cost = (ddb_cost(auth) + lambda_cost(auth.requests)) * 1e6
+    mean = sum(totals) / len(totals) if totals else 0.0
+    rows.append(f"| authorizer, per cache miss | {auth.requests} (GetItem) | {auth.rru:g} | {auth.wru:g} | "
+                f"{ddb_cost(auth) * 1e6:.2f} | {lambda_cost(auth.requests) * 1e6:.2f} | - | **{auth_cost:.2f}** |")
+    rows.append(f"| the demo story's mix (mean of its {len(totals)} tool calls) | | | | | | | **{mean:.2f}** "
+                f"(+{auth_cost:.2f} when every call misses the authorizer cache) |")
+    return "\n".join(rows)
+
+
+@contextmanager
+def demo_stack(table_name: str = "relaynet-bench") -> Iterator[tuple[dict[str, Any], Meter]]:
+    """moto, the table from template.yaml, the demo network applied, presence written, a meter."""
+    import boto3
+    from moto import mock_aws
+
+    from relaynet import admin
+    from relaynet.store import table as t
+    from relaynet_local.template import create_table
+
+    with mock_aws():
+        t.reset()
+        raw = boto3.client("dynamodb")
+        create_table(raw, TEMPLATE, table_name)
+        tokens = admin.apply_spec((ROOT / "examples" / "demo-network.yaml").read_text())
+        for lst in tokens["networks"]["demo"]["instances"].values():
+            for inst in lst:
+                call("network_whoami", {}, inst["token"])  # presence written: later calls are steady state
+        try:
+            yield tokens, Meter(t.client(), raw)
+        finally:
+            t.reset()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--all", action="store_true", help="also list the variant steps")
+    args = ap.parse_args(argv)
+    sys.path[:0] = [str(ROOT / "shared"), str(ROOT / "infra")]
+    os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_SESSION_TOKEN="testing",
+                      AWS_DEFAULT_REGION="us-east-1", RELAYNET_TABLE="relaynet-bench",
+                      POWERTOOLS_LOG_LEVEL="ERROR", POWERTOOLS_TRACE_DISABLED="true",
+                      POWERTOOLS_METRICS_DISABLED="true")
+    os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+    with demo_stack() as (tokens, meter):
+        results = measure(scenario(tokens), meter)
+    print(table_markdown(results, typical_only=not args.all))
+    print()
+    print(f"Prices (us-east-1 list prices, {PRICES_DATE}): " + ", ".join(f"{k} {v}" for k, v in PRICES.items()))
+    print(f"Lambda duration modelled as {BASE_MS} ms + {PER_REQUEST_MS} ms per DynamoDB request at "
+          f"{int(MEMORY_GB * 1024)} MB arm64.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""control_cancel_task: cancel a task (PROTOCOL.md 6)."""
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from relaynet import control
+from relaynet.http.api import ToolApp
+from relaynet.models.control import CancelTaskRequest
+
+# The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
+# and relaynet.store.table refuses any other while the handler runs (a tool taking an
+# Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
+DYNAMODB_ACTIONS = ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")
+
+tool = ToolApp("control_cancel_task", actions=DYNAMODB_ACTIONS)
+
+
+@tool.route
+def control_cancel_task(request: Annotated[CancelTaskRequest, Body()]) -> dict:
+    return control.cancel_task(tool.caller(), request.networkId, request.taskId, request.reason)
+
+
+handler = tool.handler

@@ -1,0 +1,24 @@
+"""control_get_graph: the network as nodes and edges (PROTOCOL.md 6)."""
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from relaynet import control
+from relaynet.http.api import ToolApp
+from relaynet.models.control import NoArgs
+
+# The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
+# and relaynet.store.table refuses any other while the handler runs (a tool taking an
+# Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
+DYNAMODB_ACTIONS = ("GetItem", "Query")
+
+tool = ToolApp("control_get_graph", actions=DYNAMODB_ACTIONS)
+
+
+@tool.route
+def control_get_graph(request: Annotated[NoArgs, Body()]) -> dict:
+    return control.graph(tool.caller(), request.networkId)
+
+
+handler = tool.handler

@@ -1,0 +1,24 @@
+"""control_list_agents: definitions with instances (PROTOCOL.md 6)."""
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from relaynet import control
+from relaynet.http.api import ToolApp
+from relaynet.models.control import NoArgs
+
+# The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
+# and relaynet.store.table refuses any other while the handler runs (a tool taking an
+# Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
+DYNAMODB_ACTIONS = ("GetItem", "Query")
+
+tool = ToolApp("control_list_agents", actions=DYNAMODB_ACTIONS)
+
+
+@tool.route
+def control_list_agents(request: Annotated[NoArgs, Body()]) -> dict:
+    return control.list_agents(tool.caller(), request.networkId)
+
+
+handler = tool.handler

@@ -1,0 +1,24 @@
+"""control_reply: a reply by the representative (PROTOCOL.md 6)."""
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from relaynet import control
+from relaynet.http.api import ToolApp
+from relaynet.models.control import ControlReplyRequest
+
+# The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
+# and relaynet.store.table refuses any other while the handler runs (a tool taking an
+# Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
+DYNAMODB_ACTIONS = ("GetItem", "PutItem", "UpdateItem")
+
+tool = ToolApp("control_reply", actions=DYNAMODB_ACTIONS)
+
+
+@tool.route
+def control_reply(request: Annotated[ControlReplyRequest, Body()]) -> dict:
+    return control.reply(tool.caller(), request)
+
+
+handler = tool.handler

@@ -1,0 +1,24 @@
+"""handoff: take a workflow turn (PROTOCOL.md 5.3)."""
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from relaynet import plugin
+from relaynet.http.api import ToolApp
+from relaynet.models.plugin import HandoffRequest
+
+# The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
+# and relaynet.store.table refuses any other while the handler runs (UpdateItem covers the
+# presence refresh; a tool taking an Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
+DYNAMODB_ACTIONS = ("GetItem", "PutItem", "UpdateItem", "DeleteItem")
+
+tool = ToolApp("handoff", actions=DYNAMODB_ACTIONS)
+
+
+@tool.route
+def handoff(request: Annotated[HandoffRequest, Body()]) -> dict:
+    return tool.once(request, lambda: plugin.handoff(tool.caller(), request))
+
+
+handler = tool.handler

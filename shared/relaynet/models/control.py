@@ -1,0 +1,144 @@
+"""Arguments of the control surface (PROTOCOL.md 6), camelCase like the worker surface.
+
+Every control tool takes ``networkId?``; without it the representative's active network is used.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional
+
+from pydantic import Field
+
+from relaynet.models.common import Body, Criterion, Id, Name, Objective, Request, ResourceKey, Short
+
+NetworkId = Optional[Annotated[str, Field(min_length=1, max_length=64, description="A network id (net_...); default: your active network")]]
+TaskState = Literal["pending", "offered", "accepted", "working", "blocked", "completed", "failed", "cancelled"]
+
+
+class ControlRequest(Request):
+    """Base of every control tool: the optional ``networkId``."""
+
+    networkId: NetworkId = None
+
+
+class NoArgs(ControlRequest):
+    """A control tool that takes only ``networkId?``."""
+
+
+class UseNetworkRequest(Request):
+    """control_use_network."""
+
+    networkId: Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class FindAgentsRequest(ControlRequest):
+    """control_find_agents: candidates as in network_discover."""
+
+    resourceKey: Optional[ResourceKey] = None
+    action: Optional[Annotated[str, Field(min_length=1, max_length=64)]] = None
+
+
+class ListTasksRequest(ControlRequest):
+    """control_list_tasks: newest first."""
+
+    status: Optional[TaskState] = None
+    limit: Annotated[int, Field(ge=1, le=100)] = 50
+    cursor: Optional[str] = None
+
+
+class TaskRequest(ControlRequest):
+    """control_task_status."""
+
+    taskId: Id("task", "the task")
+
+
+class HistoryRequest(ControlRequest):
+    """control_get_history: recent events, newest first."""
+
+    limit: Annotated[int, Field(ge=1, le=100)] = 50
+    cursor: Optional[str] = None
+
+
+class ThreadRequest(ControlRequest):
+    """control_get_thread."""
+
+    threadId: Id("thr", "the thread")
+
+
+class ControlAskRequest(ControlRequest):
+    """control_ask: as network_ask, sent by the representative."""
+
+    body: Body
+    toAgent: Optional[Name] = None
+    toInstance: Optional[Id("inst", "an instance id")] = None
+    threadId: Optional[Id("thr", "a thread to continue")] = None
+    subject: Optional[Short] = None
+    taskId: Optional[Id("task", "a task this ask is about")] = None
+    resource: Optional[ResourceKey] = None
+
+
+class ControlReplyRequest(ControlRequest):
+    """control_reply."""
+
+    threadId: Id("thr", "the thread")
+    body: Body
+
+
+class ControlDelegateRequest(ControlRequest):
+    """control_delegate: as network_delegate, created by the representative."""
+
+    objective: Objective
+    title: Optional[Short] = None
+    acceptanceCriteria: Optional[Annotated[list[Criterion], Field(max_length=20)]] = None
+    toAgent: Optional[Name] = None
+    toInstance: Optional[Id("inst", "a specific instance")] = None
+    resource: Optional[ResourceKey] = None
+
+
+class WakeRequest(ControlRequest):
+    """control_wake_agent: a notice (and the instance's webhook, if any)."""
+
+    toAgent: Optional[Name] = None
+    toInstance: Optional[Id("inst", "an instance")] = None
+    reason: Optional[Short] = None
+
+
+class LaunchRequest(ControlRequest):
+    """control_launch_agent."""
+
+    agentName: Name
+
+
+class TwoStepRequest(ControlRequest):
+    """control_stop_agent / control_restart_agent: without confirmationId, step one."""
+
+    instanceId: Id("inst", "the instance")
+    confirmationId: Optional[Annotated[str, Field(min_length=1, max_length=80)]] = None
+
+
+class ReleaseClaimRequest(ControlRequest):
+    """control_release_claim."""
+
+    claimId: Id("clm", "the claim")
+
+
+class CancelTaskRequest(ControlRequest):
+    """control_cancel_task."""
+
+    taskId: Id("task", "the task")
+    reason: Optional[Annotated[str, Field(max_length=8192)]] = None
+
+
+class ChannelSendRequest(ControlRequest):
+    """control_channel_send: into the representative's conversation with its owner."""
+
+    body: Body
+    conversationId: Optional[Annotated[str, Field(min_length=1, max_length=64)]] = None
+
+
+class ChannelHistoryRequest(ControlRequest):
+    """control_channel_history."""
+
+    conversationId: Optional[Annotated[str, Field(min_length=1, max_length=64)]] = None
+    limit: Annotated[int, Field(ge=1, le=100)] = 100
+    cursor: Optional[str] = None

@@ -1,0 +1,156 @@
+"""Idempotency-Key through the real handlers (PROTOCOL.md 2; issue 5): a retry with the same key and
+body returns the first response and creates nothing; another body is 409 ``already_exists``; a
+retry while the first request runs is 409 ``in_progress`` with Retry-After; a fan-out that failed
+midway is completed by its retry."""
+
+from __future__ import annotations
+
+import pytest
+
+from relaynet import messaging
+from relaynet.store import keys as k
+from relaynet.store import table as t
+from tests.conftest import apply
+from tests.unit.test_delivery import _moto_copies_a_table_once_per_transaction  # noqa: F401 (autouse)
+
+
+def _all_keys() -> set[tuple[str, str]]:
+    out, kwargs = set(), {"TableName": t.table_name(), "ProjectionExpression": "PK, SK"}
+    while True:
+        page = t.client().scan(**kwargs)
+        out |= {(i["PK"]["S"], i["SK"]["S"]) for i in page["Items"]}
+        if "LastEvaluatedKey" not in page:
+            return out
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _created(before: set, after: set) -> set:
+    """What a call created, without the idempotency records themselves."""
+    return {key for key in after - before if key[0] != "idempotency#relaynet"}
+
+
+def test_a_send_retried_after_a_timeout_creates_one_message(api, demo):
+    token, body = demo.token("planner0"), {"body": "are you there?", "toAgent": "reviewer"}
+    before = _all_keys()
+    status, first, _ = api("network_ask", body, token, {"Idempotency-Key": "t-1"})  # the client never sees this
+    assert status == 200
+    after_first = _all_keys()
+    status, again, _ = api("network_ask", body, token, {"Idempotency-Key": "t-1"})
+    assert status == 200 and again == first
+    assert _all_keys() == after_first  # the retry created nothing
+    thread = t.query(k.thread_pk(demo.network_id, first["threadId"]), sk_prefix="MSG#")
+    assert [m["id"] for m in thread] == [first["messageId"]]
+    got = api("network_inbox", {}, demo.token("reviewer0"))[1]["messages"]
+    assert [m["id"] for m in got] == [first["messageId"]]
+    assert len(_created(before, after_first)) >= 3  # thread, message, mailbox entry (and the send record)
+
+
+@pytest.fixture
+def thread(api, demo):
+    return api("network_ask", {"body": "review?", "toAgent": "reviewer"}, demo.token("planner0"))[1]["threadId"]
+
+
+@pytest.mark.parametrize("tool,who,body", [
+    ("network_ask", "planner0", {"body": "hello", "toAgent": "reviewers"}),
+    ("network_reply", "reviewer0", {"threadId": "<thread>", "body": "looks good"}),
+    ("network_delegate", "planner0", {"objective": "Add a health endpoint", "toAgent": "coder"}),
+    ("network_publish_artifact", "coder0", {"uri": "https://ci.example.com/run/7", "type": "test_report"}),
+])
+def test_every_creating_write_answers_a_repeated_key_with_the_first_response(api, demo, thread, tool, who, body):
+    body = {key: (thread if v == "<thread>" else v) for key, v in body.items()}
+    token = demo.token(who)
+    before = _all_keys()
+    status, first, _ = api(tool, body, token, {"Idempotency-Key": f"{tool}-1"})
+    assert status == 200, first
+    after_first = _all_keys()
+    assert _created(before, after_first)
+    status, again, _ = api(tool, body, token, {"Idempotency-Key": f"{tool}-1"})
+    assert (status, again) == (200, first)
+    assert _all_keys() == after_first
+    other = {**body, next(key for key in ("body", "objective", "uri") if key in body): "something else"}
+    if tool == "network_publish_artifact":
+        other["uri"] = "https://ci.example.com/run/8"
+    status, err, _ = api(tool, other, token, {"Idempotency-Key": f"{tool}-1"})
+    assert status == 409 and err["error"]["details"]["reason"] == "already_exists"
+    assert _all_keys() == after_first
+    status, fresh, _ = api(tool, body, token, {"Idempotency-Key": f"{tool}-2"})  # a new key is a new write
+    assert status == 200 and fresh != first
+
+
+def test_the_same_key_from_another_instance_is_another_write(api, demo):
+    body = {"body": "hi", "toAgent": "reviewer"}
+    a = api("network_ask", body, demo.token("coder0"), {"Idempotency-Key": "shared"})[1]
+    b = api("network_ask", body, demo.token("coder1"), {"Idempotency-Key": "shared"})[1]
+    assert a["messageId"] != b["messageId"]
+
+
+def test_a_retry_while_the_first_request_runs_is_409_in_progress_with_retry_after(api, demo, monkeypatch):
+    token, body, key = demo.token("planner0"), {"body": "slow one", "toAgent": "reviewer"}, {"Idempotency-Key": "slow"}
+    real, seen = messaging.ask, {}
+
+    def slow_ask(principal, req):
+        seen["retry"] = api("network_ask", body, token, key)  # the client retries before the first answered
+        return real(principal, req)
+
+    monkeypatch.setattr(messaging, "ask", slow_ask)
+    status, first, _ = api("network_ask", body, token, key)
+    assert status == 200
+    status, err, headers = seen["retry"]
+    assert status == 409 and err["error"]["details"]["reason"] == "in_progress"
+    assert headers["retry-after"] == "1"
+    monkeypatch.setattr(messaging, "ask", real)
+    assert api("network_ask", body, token, key)[1] == first  # once finished, the first response
+
+
+def test_a_failed_keyed_send_stores_nothing_and_its_retry_runs_again(api, demo):
+    token = demo.token("planner0")
+    before = _all_keys()
+    for body in ({"body": "x", "toAgent": "ghost"}, {"body": "x", "toInstance": "inst_01ABCDEFGHJKMNPQRSTVWXYZ01"},
+                 {"body": "x", "threadId": "thr_01ABCDEFGHJKMNPQRSTVWXYZ01"}):
+        for _ in range(2):
+            status, err, _ = api("network_ask", body, token, {"Idempotency-Key": "k-404"})
+            assert status == 404 and err["error"]["code"] == "not_found"
+    status, _, _ = api("network_reply", {"threadId": "thr_01ABCDEFGHJKMNPQRSTVWXYZ01", "body": "x"}, token,
+                       {"Idempotency-Key": "k-404"})
+    assert status == 404
+    assert _all_keys() == before
+
+
+def test_a_bad_idempotency_key_is_400(api, demo):
+    status, err, _ = api("network_ask", {"body": "x", "toAgent": "reviewer"}, demo.token("planner0"),
+                         {"Idempotency-Key": "k" * 256})
+    assert status == 400 and err["error"]["details"]["fields"][0]["field"] == "Idempotency-Key"
+
+
+def test_a_fan_out_that_failed_midway_is_completed_by_the_retry_with_its_key(api, table, monkeypatch):
+    members = [f"m{i:03d}" for i in range(150)]
+    spec = ("network: crowd\nagents:\n  - {name: boss, instances: 1}\n"
+            + "".join(f"  - {{name: {m}, instances: {1 if m in ('m000', 'm149') else 0}}}\n" for m in members)
+            + f"groups:\n  - {{slug: crowd, members: [boss, {', '.join(members)}]}}\n")
+    net = apply(spec)
+    tokens = net.tokens["networks"]["crowd"]["instances"]
+    m000, m149 = tokens["m000"][0]["token"], tokens["m149"][0]["token"]
+    token, body, key = net.token("boss0"), {"body": "all hands", "toAgent": "crowd"}, {"Idempotency-Key": "fan-1"}
+    real, calls = t.transact, {"n": 0}
+
+    def throttled_after_the_first(actions, token=None):
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise RuntimeError("simulated throttling")
+        return real(actions, token)
+
+    monkeypatch.setattr(t, "transact", throttled_after_the_first)
+    monkeypatch.setattr(messaging.time, "sleep", lambda s: None)
+    status, err, headers = api("network_ask", body, token, key)
+    assert status == 429 and err["error"]["code"] == "rate_limited" and headers["retry-after"] == "1"
+    monkeypatch.setattr(t, "transact", real)
+    (early,) = api("network_inbox", {}, m000)[1]["messages"]
+    assert api("network_inbox", {}, m149)[1]["messages"] == []
+    status, out, _ = api("network_ask", body, token, key)
+    assert status == 200 and out["messageId"] == early["id"] and sorted(out["recipients"]) == members
+    assert api("network_inbox", {}, m000)[1]["messages"] == []
+    assert [m["id"] for m in api("network_inbox", {}, m149)[1]["messages"]] == [early["id"]]
+    for m in members[1:-1]:
+        assert len(t.query(k.mailbox_pk(net.network_id, {"agent": m}), sk_prefix="MSG#")) == 1, m
+    assert len(t.query(k.thread_pk(net.network_id, out["threadId"]), sk_prefix="MSG#")) == 1
+    assert api("network_ask", body, token, key)[1] == out  # and from now on the stored response

@@ -1,0 +1,162 @@
+"""docs/openapi.json (issue 8): committed, generated from the handlers' request models, and the
+same set of tools as template.yaml's routes and functions/'s handler files; errors documented
+as the protocol's envelope (PROTOCOL.md 2), never powertools' 422."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from relaynet import catalogue
+from relaynet.http import openapi
+from relaynet_local.template import load_template
+from tests.conftest import ROOT
+
+COMMITTED = ROOT / "docs" / "openapi.json"
+FUNCTIONS = ROOT / "functions"
+#: Handler files that are not tools, and the routes they serve (None: no route).
+NOT_TOOLS = {"authorizer": None, "sweep": None, "health": "GET /v1/health", "openapi": "GET /v1/openapi.json"}
+ERROR_STATUSES = {"400", "401", "403", "404", "409", "413", "429", "500"}
+
+
+@pytest.fixture(scope="module")
+def doc():
+    return openapi.document()
+
+
+def operations(doc) -> dict[str, tuple[str, str, dict]]:
+    """operationId -> (method, path, operation)."""
+    return {op["operationId"]: (method.upper(), path, op)
+            for path, item in doc["paths"].items() for method, op in item.items()}
+
+
+def test_the_committed_document_is_the_generated_one(doc):
+    assert COMMITTED.is_file(), "docs/openapi.json is missing: run `make openapi`"
+    committed = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    assert committed == doc, "docs/openapi.json is stale: run `make openapi` and commit it"
+    assert COMMITTED.read_text(encoding="utf-8") == openapi.render(), "run `make openapi` (formatting)"
+
+
+def test_template_routes_handler_files_and_operations_are_the_same_tools(doc):
+    template = load_template(ROOT / "template.yaml")
+    routes = {r.route_key: r for r in template.routes}
+    tool_routes = {key.removeprefix("POST /v1/tools/") for key in routes if key.startswith("POST /v1/tools/")}
+    other_routes = {key for key in routes if not key.startswith("POST /v1/tools/")}
+    files = {p.stem for p in FUNCTIONS.glob("*.py") if not p.name.startswith("_")}
+    ops = operations(doc)
+
+    assert other_routes == {r for r in NOT_TOOLS.values() if r}, "routes that are not tools"
+    for stem, route in NOT_TOOLS.items():
+        assert stem in files, f"functions/{stem}.py is missing"
+        if route:
+            assert routes[route].handler == f"{stem}.handler"
+    tool_files = files - set(NOT_TOOLS)
+    named = {"template routes": tool_routes, "handler files": tool_files, "OpenAPI operations": set(ops),
+             "catalogue tools": set(catalogue.TOOLS)}
+    everything = set().union(*named.values())
+    gaps = {f"{name} lack": sorted(everything - found) for name, found in named.items() if everything - found}
+    assert not gaps, gaps
+    for name, (method, path, _op) in ops.items():
+        assert (method, path) == ("POST", f"/v1/tools/{name}"), name
+        assert routes[f"POST {path}"].handler == f"{name}.handler"
+
+
+def test_each_handler_takes_the_model_its_operation_documents(doc):
+    """ToolApp.route refuses any body model but the catalogue's; this checks the handler files
+    really are built that way (and the document's request body is that model)."""
+    ops = operations(doc)
+    for name, tool in catalogue.TOOLS.items():
+        source = (FUNCTIONS / f"{name}.py").read_text(encoding="utf-8")
+        assert f'ToolApp("{name}"' in source, f"functions/{name}.py does not build ToolApp({name!r})"
+        assert f"Annotated[{tool.model.__name__}, Body()]" in source, (
+            f"functions/{name}.py does not take {tool.model.__name__}")
+        body = ops[name][2]["requestBody"]["content"]["application/json"]["schema"]
+        assert body == {"$ref": f"#/components/schemas/{tool.model.__name__}"}, name
+        assert doc["components"]["schemas"][tool.model.__name__]["additionalProperties"] is False, name
+
+
+def test_route_refuses_a_model_other_than_the_catalogues():
+    from typing import Annotated
+
+    from aws_lambda_powertools.event_handler.openapi.params import Body
+
+    from relaynet.http.api import ToolApp
+    from relaynet.models.worker import AskRequest
+
+    def network_reply(request):
+        return {}
+
+    # set explicitly: this module's annotations are strings (from __future__ import annotations)
+    network_reply.__annotations__ = {"request": Annotated[AskRequest, Body()], "return": dict}
+    with pytest.raises(TypeError, match="ReplyRequest"):
+        ToolApp("network_reply", actions=()).route(network_reply)
+
+
+def test_errors_are_the_protocol_envelope_not_powertools_422(doc):
+    text = json.dumps(doc)
+    assert '"422"' not in text and "HTTPValidationError" not in text
+    for name, (_m, _p, op) in operations(doc).items():
+        assert set(op["responses"]) == {"200"} | ERROR_STATUSES, name
+        for status in ERROR_STATUSES:
+            ref = op["responses"][status]["$ref"]
+            response = doc["components"]["responses"][ref.rsplit("/", 1)[1]]
+            assert response["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+            assert response["content"]["application/json"]["example"]["error"]["code"] in response["description"]
+    envelope = doc["components"]["schemas"]["Error"]
+    assert envelope["required"] == ["error"]
+    assert set(envelope["properties"]["error"]["properties"]) == {"code", "message", "details"}
+    assert "Retry-After" in doc["components"]["responses"]["rate_limited"]["headers"]
+
+
+def test_the_error_codes_are_the_ones_the_handlers_answer(doc):
+    from relaynet import errors
+
+    codes = {cls.code: str(cls.status) for cls in vars(errors).values()
+             if isinstance(cls, type) and issubclass(cls, errors.RelaynetError)}
+    for status, (code, _when) in openapi.ERRORS.items():
+        assert codes.get(code) == status, (code, status)
+
+
+def _calls_once(name: str) -> bool:
+    tree = ast.parse((FUNCTIONS / f"{name}.py").read_text(encoding="utf-8"))
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "once"
+               for n in ast.walk(tree))
+
+
+def test_idempotency_key_is_documented_exactly_where_the_handler_honours_it(doc):
+    for name, (_m, _p, op) in operations(doc).items():
+        headers = [p["name"] for p in op.get("parameters", []) if p["in"] == "header"]
+        assert (headers == ["Idempotency-Key"]) == _calls_once(name), name
+
+
+def test_every_operation_requires_the_bearer_token(doc):
+    assert doc["security"] == [{"bearer": []}]
+    assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    assert all("security" not in op for _m, _p, op in operations(doc).values())
+
+
+def test_the_document_is_valid_openapi(doc):
+    validator = pytest.importorskip("openapi_spec_validator", reason="openapi-spec-validator (moto[server]) missing")
+    validator.validate(doc)
+
+
+def test_the_openapi_function_serves_the_committed_document():
+    from relaynet_local.events import http_event
+    from relaynet_local.lambdas import load_handler
+
+    resp = load_handler(str(FUNCTIONS), "openapi.handler")(
+        http_event("GET", "/v1/openapi.json", route_key="GET /v1/openapi.json"), None)
+    assert resp["statusCode"] == 200
+    assert json.loads(resp["body"]) == json.loads(COMMITTED.read_text(encoding="utf-8"))
+
+
+def test_make_openapi_check_mode(tmp_path: Path):
+    stale = tmp_path / "openapi.json"
+    stale.write_text("{}\n")
+    assert openapi.main([str(stale), "--check"]) == 1
+    assert openapi.main([str(stale)]) == 0
+    assert openapi.main([str(stale), "--check"]) == 0
+    assert stale.read_text(encoding="utf-8") == openapi.render()

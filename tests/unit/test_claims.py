@@ -1,0 +1,550 @@
+"""Claims on moto (PROTOCOL.md 4.9, 4.10, 8), sentence by sentence.
+
+Races between threads are in test_claim_races.py (moto in server mode); the glob overlap
+decision itself is in tests/test_globs.py (named examples and a brute-force oracle). Time is a
+fake clock here, moved by hand, so expiry is exact to the millisecond and nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Optional
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from relaynet import claims, clock, globs, tasks
+from relaynet.errors import ClaimConflict, InvalidArgument, NotFound, PermissionDenied
+from relaynet.identity import Principal
+from relaynet.models import worker as w
+from relaynet.store import keys as k
+from relaynet.store import table as t
+from tests.conftest import TEMPLATE, apply
+from tests.test_globs import patterns
+
+SPEC = """\
+network: claims
+agents:
+  - {name: boss, instances: 1}
+  - {name: coder, instances: 3}
+  - {name: tester, instances: 1}
+"""
+
+_networks = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def module_aws():
+    """moto for the whole module, and the table's CreateTable request read from template.yaml
+    once: starting moto and parsing the template are most of a test's cost."""
+    import boto3
+    from moto import mock_aws
+
+    from relaynet_local.template import load_template, table_request
+
+    request = table_request(load_template(TEMPLATE).table, "relaynet-test")
+    with mock_aws():
+        yield boto3.client("dynamodb"), request
+
+
+@pytest.fixture
+def net(module_aws):
+    """A fresh table (moto copies the whole table in every transaction, so tests do not share
+    one) and a network with a boss, three coders and a tester on it."""
+    client, request = module_aws
+    t.reset()
+    client.create_table(**request)
+    try:
+        yield apply(SPEC.replace("network: claims", f"network: claims{next(_networks)}"))
+    finally:
+        client.delete_table(TableName="relaynet-test")
+        t.reset()
+
+
+@pytest.fixture
+def now(monkeypatch):
+    """The fake clock: ``now[0]`` is what :func:`relaynet.clock.now_ms` answers. It starts at
+    the real time (so the network's instances are live) and moves only when a test moves it."""
+    cell = [clock.now_ms()]
+    monkeypatch.setattr(clock, "now_ms", lambda: cell[0])
+    return cell
+
+
+def claim(p: Principal, scope: str, **kw):
+    return claims.claim(p, w.ClaimRequest(scope=scope, **kw))
+
+
+def release(p: Principal, claim_id: str, **kw):
+    return claims.release(p, w.ReleaseRequest(claimId=claim_id), **kw)
+
+
+def hot_claims(net_id: str) -> list[dict]:
+    """The claim items in the hot claims partition, oldest first (without HEAD)."""
+    return [i for i in t.query(k.claims_pk(net_id)) if i["SK"].startswith("CLAIM#")]
+
+
+def counter(net_id: str) -> int:
+    head = t.get(*k.claims_head(net_id))
+    return int(head["counter"]) if head else 0
+
+
+# ------------------------------------------------------------------ the table of named cases
+
+
+@dataclass(frozen=True)
+class Scope:
+    scope: str
+    scopeType: str = "path"
+    resourceId: Optional[str] = None
+
+    def request(self, **kw) -> w.ClaimRequest:
+        return w.ClaimRequest(scope=self.scope, scopeType=self.scopeType, resourceId=self.resourceId, **kw)
+
+
+API = "github.com/acme/api"
+WEB = "github.com/acme/web"
+
+# (why, held by coder0, then claimed by, requested, outcome): outcome is "conflict" (409 naming
+# the held claim, nothing written), "granted" (a new claim) or "renewed" (same id and token).
+CASES = [
+    # overlap is exact (PROTOCOL.md 8), for path scopes
+    ("a path inside a claimed directory overlaps it", Scope("src/api/**"), "coder1", Scope("src/api/handlers.py"), "conflict"),
+    ("sibling directories do not overlap", Scope("src/api/**"), "coder1", Scope("src/web/**"), "granted"),
+    ("src/*.py and src/a* overlap (src/a.py), which heuristics miss", Scope("src/*.py"), "coder1", Scope("src/a*"), "conflict"),
+    ("src/* and src/a/b.py do not overlap, which heuristics refuse", Scope("src/*"), "coder1", Scope("src/a/b.py"), "granted"),
+    ("**/test_*.py and tests/** overlap (tests/test_x.py)", Scope("**/test_*.py"), "coder1", Scope("tests/**"), "conflict"),
+    ("a/*/c and a/b/* overlap (a/b/c)", Scope("a/*/c"), "coder1", Scope("a/b/*"), "conflict"),
+    ("src/*.go and src/*.py do not overlap", Scope("src/*.go"), "coder1", Scope("src/*.py"), "granted"),
+    ("docs/** and src/** do not overlap", Scope("docs/**"), "coder1", Scope("src/**"), "granted"),
+    ("a plain path names one file: src does not overlap src/x.py", Scope("src"), "coder1", Scope("src/x.py"), "granted"),
+    ("a trailing / claims the directory, src itself included", Scope("src/"), "coder1", Scope("src"), "conflict"),
+    ("scopes are normalised before comparing", Scope("./src//api/./"), "coder1", Scope("/src/api/x.py"), "conflict"),
+    ("an empty scope is the whole tree", Scope(""), "coder1", Scope("deep/down/file.txt"), "conflict"),
+    ("alternatives may hold /", Scope("{src,lib}/**"), "coder1", Scope("lib/util.py"), "conflict"),
+    ("classes are exact", Scope("src/[!a]*.py"), "coder1", Scope("src/a*.py"), "granted"),
+    ("scopes are case-sensitive", Scope("Src/**"), "coder1", Scope("src/a.py"), "granted"),
+    # task scopes: exact strings after trimming
+    ("task scopes overlap when equal after trimming", Scope("deploy", "task"), "coder1", Scope("  deploy ", "task"), "conflict"),
+    ("task scopes are not globs", Scope("deploy*", "task"), "coder1", Scope("deploy-prod", "task"), "granted"),
+    ("task scopes are case-sensitive", Scope("deploy", "task"), "coder1", Scope("Deploy", "task"), "granted"),
+    # namespaces: the same scopeType and the same resourceId only
+    ("a path claim and a task claim never conflict", Scope("deploy"), "coder1", Scope("deploy", "task"), "granted"),
+    ("a path claim and a resource claim never conflict", Scope("src/**"), "coder1", Scope("src/**", "resource", API), "granted"),
+    ("resource claims on the same resource conflict", Scope("src/**", "resource", API), "coder1", Scope("src/a.py", "resource", API), "conflict"),
+    ("resourceId is normalised (a git remote is its key)", Scope("src/**", "resource", API), "coder1",
+     Scope("src/a.py", "resource", "git@github.com:acme/api.git"), "conflict"),
+    ("resource claims on different resources do not conflict", Scope("src/**", "resource", API), "coder1", Scope("src/**", "resource", WEB), "granted"),
+    ("an absent resourceId is its own namespace", Scope("src/**", "resource"), "coder1", Scope("src/**", "resource", API), "granted"),
+    ("a path claim with a resourceId is apart from one without", Scope("src/**", "path", API), "coder1", Scope("src/**"), "granted"),
+    ("task claims on different resources do not conflict", Scope("deploy", "task", API), "coder1", Scope("deploy", "task", WEB), "granted"),
+    # holders: instances, not agents
+    ("another instance of the same agent conflicts", Scope("src/**"), "coder2", Scope("src/a.py"), "conflict"),
+    ("another agent conflicts", Scope("src/**"), "tester0", Scope("src/a.py"), "conflict"),
+    ("a claim never conflicts with a claim of the same instance", Scope("src/**"), "coder0", Scope("src/a.py"), "granted"),
+    ("claiming exactly the same scope again renews it", Scope("src/api/**"), "coder0", Scope("src/api/**"), "renewed"),
+    ("... the same scope as normalised", Scope("src/"), "coder0", Scope("./src/**"), "renewed"),
+    ("... the same task key after trimming", Scope("deploy", "task"), "coder0", Scope(" deploy", "task"), "renewed"),
+    ("... in the same namespace only", Scope("src/**", "resource", API), "coder0", Scope("src/**", "resource", WEB), "granted"),
+    ("... even a scope no path matches", Scope("src/[.]"), "coder0", Scope("src/[.]"), "renewed"),
+    ("a scope no path matches overlaps nothing", Scope("src/[.]"), "coder1", Scope("src/**"), "granted"),
+]
+
+
+@pytest.mark.parametrize(("held", "who", "requested", "outcome"),
+                         [pytest.param(h, p, r, o, id=why) for why, h, p, r, o in CASES])
+def test_named_claim_cases(net, now, held, who, requested, outcome):
+    first = claims.claim(net.principals["coder0"], held.request(ttlSeconds=60))
+    now[0] += 1000
+    before = counter(net.network_id)
+    if outcome == "conflict":
+        with pytest.raises(ClaimConflict) as err:
+            claims.claim(net.principals[who], requested.request())
+        assert err.value.status == 409 and err.value.reason == "claim_conflict"
+        assert [c["claimId"] for c in err.value.details["conflicts"]] == [first["claimId"]]
+        assert counter(net.network_id) == before  # nothing written
+        assert [i["id"] for i in hot_claims(net.network_id)] == [first["claimId"]]
+        return
+    got = claims.claim(net.principals[who], requested.request())
+    if outcome == "renewed":
+        assert got["claimId"] == first["claimId"] and got["fencingToken"] == first["fencingToken"]
+        assert clock.parse_iso(got["expiresAt"]) == now[0] + 3600 * 1000 > clock.parse_iso(first["expiresAt"])
+    else:
+        assert got["claimId"] != first["claimId"] and got["fencingToken"] > first["fencingToken"]
+        assert got["scopeType"] == requested.scopeType
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(patterns, min_size=1, max_size=8), patterns)
+def test_the_claim_side_shortcuts_never_change_the_exact_overlap_answer(held, wanted):
+    """Bucketing by literal first segment (and the namespace filter) only skips pairs that
+    cannot overlap: the claims found are exactly those globs.overlaps finds."""
+    def valid(scope):
+        try:
+            return globs.normalise(scope)
+        except globs.GlobError:
+            return None
+
+    active = [{"id": str(n), "scopeType": "path", "scope": v, "resourceId": None}
+              for n, v in enumerate(map(valid, held)) if v is not None]
+    scope = valid(wanted)
+    if scope is None:
+        return
+    expected = [c for c in active if globs.overlaps(scope, c["scope"])]
+    assert claims._overlapping(active, "path", scope, None) == expected
+    assert claims._overlapping(active, "resource", scope, None) == []
+    assert claims._overlapping(active, "path", scope, API) == []
+
+
+# ------------------------------------------------------------------ 4.9 sentence by sentence
+
+
+def test_success_returns_the_claim_with_its_normalised_scope_and_no_holder(net, now):
+    task = tasks.delegate(net.principals["boss0"], w.DelegateRequest(objective="x", toAgent="coder"))
+    got = claim(net.principals["coder0"], " ./src//api/ ", scopeType="resource",
+                resourceId="https://github.com/acme/api.git", taskId=task["taskId"], ttlSeconds=90)
+    assert set(got) == {"claimId", "scopeType", "scope", "resourceId", "taskId", "expiresAt", "fencingToken"}
+    assert got["claimId"].startswith("clm_") and got["scope"] == "src/api/**"
+    assert got["scopeType"] == "resource" and got["resourceId"] == API and got["taskId"] == task["taskId"]
+    assert got["expiresAt"] == clock.iso(now[0] + 90_000) and got["fencingToken"] == 1
+
+
+def test_scope_type_defaults_to_path_and_ttl_to_an_hour(net, now):
+    got = claim(net.principals["coder0"], "src/**")
+    assert got["scopeType"] == "path" and got["resourceId"] is None and got["taskId"] is None
+    assert got["expiresAt"] == clock.iso(now[0] + 3_600_000)
+
+
+def test_ttl_seconds_is_1_to_86400():
+    for bad in (0, 86401, -5):
+        with pytest.raises(ValidationError):
+            w.ClaimRequest(scope="x", ttlSeconds=bad)
+    assert w.ClaimRequest(scope="x", ttlSeconds=86400).ttlSeconds == 86400
+
+
+def test_a_conflict_names_every_overlapping_claim_of_other_instances_and_writes_nothing(net, now):
+    a, b, c = (net.principals[f"coder{i}"] for i in range(3))
+    mine = claim(c, "src/lib/x.py")  # c's own claim is never a conflict for c
+    first = claim(a, "src/api/**")
+    second = claim(b, "src/web/*.py")
+    claim(b, "docs/**")
+    before = (counter(net.network_id), hot_claims(net.network_id))
+    with pytest.raises(ClaimConflict) as err:
+        claim(c, "src/**")
+    conflicts = err.value.details["conflicts"]
+    assert [x["claimId"] for x in conflicts] == [first["claimId"], second["claimId"]]
+    assert conflicts[0] == {"claimId": first["claimId"], "scope": "src/api/**", "expiresAt": first["expiresAt"],
+                            "holder": {"agent": "coder", "instanceId": a.instance_id}}
+    assert mine["claimId"] not in {x["claimId"] for x in conflicts}
+    assert (counter(net.network_id), hot_claims(net.network_id)) == before
+
+
+def test_a_task_id_must_name_a_task_of_the_network(net, now):
+    with pytest.raises(NotFound):
+        claim(net.principals["coder0"], "src/**", taskId="task_01ABCDEFGHJKMNPQRSTVWXYZ01")
+    assert counter(net.network_id) == 0
+
+
+MALFORMED = [
+    ("src/[ab", "an unclosed class"),
+    ("src/{a,b", "an unclosed brace"),
+    ("src/../etc", "a .. segment"),
+    ("{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}", "more than 32 alternatives"),
+    ("src/[z-a].py", "a reversed range"),
+    ("src/[].py", "an empty class"),
+]
+
+
+@pytest.mark.parametrize("scope_type", ["path", "resource"])
+@pytest.mark.parametrize("scope", [pytest.param(s, id=why) for s, why in MALFORMED])
+def test_a_malformed_glob_is_400_naming_the_scope_field(net, scope, scope_type):
+    with pytest.raises(InvalidArgument) as err:
+        claim(net.principals["coder0"], scope, scopeType=scope_type)
+    assert err.value.status == 400
+    (field,) = err.value.details["fields"]
+    assert field["field"] == "scope" and field["message"]
+    assert counter(net.network_id) == 0
+
+
+def test_a_scope_over_1024_characters_is_400_in_the_model_and_in_the_domain(net):
+    with pytest.raises(ValidationError):
+        w.ClaimRequest(scope="a" * 1025)
+    for scope_type in ("path", "resource", "task"):  # the domain checks too, whoever calls it
+        req = w.ClaimRequest.model_construct(scope="a" * 1025, scopeType=scope_type, resourceId=None,
+                                             taskId=None, ttlSeconds=60)
+        with pytest.raises(InvalidArgument) as err:
+            claims.claim(net.principals["coder0"], req)
+        assert err.value.details["fields"][0]["field"] == "scope"
+    assert claim(net.principals["coder0"], "a" * 1024)["scope"] == "a" * 1024
+
+
+def test_an_empty_task_scope_and_a_bad_resource_id_are_400(net):
+    with pytest.raises(InvalidArgument) as err:
+        claim(net.principals["coder0"], "   ", scopeType="task")
+    assert err.value.details["fields"][0]["field"] == "scope"
+    with pytest.raises(InvalidArgument) as err:
+        claim(net.principals["coder0"], "src/**", scopeType="resource", resourceId="/home/me/repo")
+    assert err.value.details["fields"][0]["field"] == "resourceId"
+
+
+def test_a_renewal_gets_a_new_expiry_and_keeps_id_and_token_while_new_claims_keep_counting(net, now):
+    a, b = net.principals["coder0"], net.principals["coder1"]
+    t0 = now[0]
+    first = claim(a, "src/**", ttlSeconds=10)
+    other = claim(b, "docs/**")
+    now[0] = t0 + 5000
+    again = claim(a, "src/", ttlSeconds=8)
+    assert (again["claimId"], again["fencingToken"]) == (first["claimId"], first["fencingToken"])
+    assert again["expiresAt"] == clock.iso(t0 + 13_000)
+    later = claim(b, "lib/**")
+    assert later["fencingToken"] > other["fencingToken"] > first["fencingToken"]
+    now[0] = t0 + 12_999  # alive only thanks to the renewal
+    with pytest.raises(ClaimConflict):
+        claim(b, "src/a.py")
+    now[0] = t0 + 13_000
+    assert claim(b, "src/a.py")["fencingToken"] > later["fencingToken"]
+
+
+def test_a_renewal_may_shorten_the_claim(net, now):
+    a, b = net.principals["coder0"], net.principals["coder1"]
+    t0 = now[0]
+    claim(a, "src/**", ttlSeconds=60)
+    assert claim(a, "src/**", ttlSeconds=1)["expiresAt"] == clock.iso(t0 + 1000)  # now + ttl, whatever it was
+    now[0] = t0 + 1000
+    claim(b, "src/**")
+
+
+def test_a_renewal_may_attach_the_claim_to_a_task(net, now):
+    task = tasks.delegate(net.principals["boss0"], w.DelegateRequest(objective="x", toAgent="coder"))
+    a = net.principals["coder0"]
+    first = claim(a, "src/**")
+    again = claim(a, "src/**", taskId=task["taskId"])
+    assert again["claimId"] == first["claimId"] and again["taskId"] == task["taskId"]
+    assert [c["claimId"] for c in claims.active_for_task(net.network_id, task["taskId"])] == [first["claimId"]]
+    assert claim(a, "src/**")["taskId"] == task["taskId"]  # renewing without taskId keeps it
+
+
+def test_fencing_tokens_strictly_increase_across_successful_claims_in_the_network(net, now):
+    ps = [net.principals[f"coder{i}"] for i in range(3)]
+    tokens = []
+    for n in range(12):
+        got = claim(ps[n % 3], f"area{n}/**")
+        tokens.append(got["fencingToken"])
+        if n % 4 == 3:
+            release(ps[n % 3], got["claimId"])  # releasing never hands a token back
+        now[0] += 1
+    assert all(x < y for x, y in zip(tokens, tokens[1:]))
+    assert counter(net.network_id) == tokens[-1]
+
+
+def test_two_claims_of_one_instance_that_overlap_are_both_held(net, now):
+    a = net.principals["coder0"]
+    wide, narrow = claim(a, "src/**"), claim(a, "src/a.py")
+    assert wide["claimId"] != narrow["claimId"]
+    with pytest.raises(ClaimConflict) as err:
+        claim(net.principals["coder1"], "src/a.py")
+    assert {c["claimId"] for c in err.value.details["conflicts"]} == {wide["claimId"], narrow["claimId"]}
+
+
+# ------------------------------------------------------------------ expiry
+
+
+def test_a_claim_with_ttl_2_blocks_then_lapses_and_another_instance_gets_the_scope(net, now):
+    a, b = net.principals["coder0"], net.principals["coder1"]
+    t0 = now[0]
+    held = claim(a, "src/**", ttlSeconds=2)
+    now[0] = t0 + 1999
+    with pytest.raises(ClaimConflict):
+        claim(b, "src/a.py")
+    now[0] = t0 + 2000  # expiresAt reached: inactive at once
+    item = t.get(*k.claim(net.network_id, held["claimId"]))
+    assert item is not None and item["ttl"] > now[0] // 1000  # DynamoDB still has it; TTL is far off
+    got = claim(b, "src/a.py")
+    assert got["fencingToken"] > held["fencingToken"]
+    # ... and the item still exists, moved out of the hot partition by that claim's transaction
+    ended = t.get(*k.ended_claim(net.network_id, held["claimId"]))
+    assert ended["endReason"] == "expired" and ended["endedAt"] == t0 + 2000
+    assert release(a, held["claimId"]) == {"claimId": held["claimId"], "released": False, "reason": "expired"}
+
+
+def test_every_read_ignores_claims_past_expires_at(net, now):
+    task = tasks.delegate(net.principals["boss0"], w.DelegateRequest(objective="x", toAgent="coder"))
+    a = net.principals["coder0"]
+    held = claim(a, "src/**", taskId=task["taskId"], ttlSeconds=30)
+    now[0] += 30_000
+    assert t.get(*k.claim(net.network_id, held["claimId"])) is not None  # still in the hot partition
+    assert claims.active_for_task(net.network_id, task["taskId"]) == []  # network_task_get
+    assert release(a, held["claimId"])["reason"] == "expired"  # network_release
+    assert claims.release_for_task(net.network_id, task["taskId"]) == 0  # a terminal task
+    again = claim(a, "src/**")  # no renewal of a lapsed claim: a new claim with a new token
+    assert again["claimId"] != held["claimId"] and again["fencingToken"] > held["fencingToken"]
+
+
+# ------------------------------------------------------------------ 4.10 and terminal tasks
+
+
+def test_only_the_holder_instance_may_release(net, now):
+    a, b, other_agent = net.principals["coder0"], net.principals["coder1"], net.principals["tester0"]
+    held = claim(a, "src/**")
+    for intruder in (b, other_agent):
+        with pytest.raises(PermissionDenied):
+            release(intruder, held["claimId"])
+    assert release(a, held["claimId"]) == {"claimId": held["claimId"], "released": True}
+    with pytest.raises(PermissionDenied):  # still 403 once released (permission before state)
+        release(b, held["claimId"])
+    assert release(a, held["claimId"]) == {"claimId": held["claimId"], "released": False, "reason": "already_released"}
+    assert claim(b, "src/a.py")["fencingToken"] > held["fencingToken"]
+
+
+def test_a_representative_releases_any_claim_of_the_network(net, now):
+    held = claim(net.principals["coder0"], "src/**")
+    rep = Principal(kind="representative", network_id=net.network_id, rep="ops")
+    assert release(rep, held["claimId"], any_holder=True)["released"] is True
+    assert release(net.principals["coder0"], held["claimId"])["reason"] == "already_released"
+
+
+def test_an_unknown_claim_is_404_and_so_is_another_networks(net, now):
+    with pytest.raises(NotFound):
+        release(net.principals["coder0"], "clm_01ABCDEFGHJKMNPQRSTVWXYZ01")
+    held = claim(net.principals["coder0"], "src/**")
+    elsewhere = apply(SPEC.replace("network: claims", f"network: other{next(_networks)}"))
+    with pytest.raises(NotFound):
+        release(elsewhere.principals["coder0"], held["claimId"])
+
+
+def test_a_terminal_task_releases_its_active_claims_and_only_those(net, now):
+    boss = net.principals["boss0"]
+    task = tasks.delegate(boss, w.DelegateRequest(objective="x", toAgent="coder"))
+    coder = next(p for p in net.principals.values() if p.instance_id == task["assignee"])
+    tasks.update(coder, w.TaskUpdateRequest(taskId=task["taskId"], status="accepted"))
+    mine = [claim(coder, s, taskId=task["taskId"])["claimId"] for s in ("src/**", "deploy")]
+    lapsing = claim(coder, "docs/**", taskId=task["taskId"], ttlSeconds=1)
+    unrelated = claim(coder, "lib/**")
+    now[0] += 1000
+    tasks.update(coder, w.TaskUpdateRequest(taskId=task["taskId"], status="working"))
+    tasks.update(coder, w.TaskUpdateRequest(taskId=task["taskId"], status="completed", reason="done"),
+                 on_terminal=claims.release_for_task)
+    assert claims.active_for_task(net.network_id, task["taskId"]) == []
+    assert [release(coder, c)["reason"] for c in mine] == ["already_released"] * 2
+    assert release(coder, lapsing["claimId"])["reason"] == "expired"
+    assert release(coder, unrelated["claimId"])["released"] is True
+
+
+# ------------------------------------------------------------------ serialisation
+
+
+def test_the_head_is_read_before_the_claims_so_a_claim_committed_mid_read_is_never_missed(net, now, monkeypatch):
+    """DynamoDB's Query is only read-committed against transactions: a transaction may commit
+    between the items one Query reads. Emulate that: commit a rival claim right after the
+    Query's first item. HEAD must come first, so the rival's counter bump cancels our write."""
+    a, b = net.principals["coder0"], net.principals["coder1"]
+    claim(net.principals["coder2"], "docs/**")  # so the partition holds more than HEAD
+    real_query = t.query
+    rival = {}
+
+    def read_committed_query(pk, **kw):
+        out = []
+        for n, (ipk, isk) in enumerate([(i["PK"], i["SK"]) for i in real_query(pk, **kw)]):
+            if n == 1 and not rival and pk == k.claims_pk(net.network_id):
+                rival["claim"] = None
+                monkeypatch.setattr(t, "query", real_query)
+                rival["claim"] = claim(b, "src/a.py")
+                monkeypatch.setattr(t, "query", read_committed_query)
+            item = t.get(ipk, isk)
+            if item is not None:
+                out.append(item)
+        return out
+
+    monkeypatch.setattr(t, "query", read_committed_query)
+    with pytest.raises(ClaimConflict) as err:
+        claim(a, "src/**")
+    assert [c["claimId"] for c in err.value.details["conflicts"]] == [rival["claim"]["claimId"]]
+
+
+def test_a_renewal_and_a_new_claim_judged_by_different_clocks_never_both_succeed(net, now, monkeypatch):
+    """The holder's clock says its claim is still alive and renews it; another instance's clock
+    says it lapsed and claims the scope, committing between the holder's read and its write.
+    The renewal moves HEAD too, so it is cancelled, re-read, and answered 409."""
+    a, b = net.principals["coder0"], net.principals["coder1"]
+    t0 = now[0]
+    held = claim(a, "src/**", ttlSeconds=10)
+    real_transact = t.transact
+    rival = {}
+
+    def transact_late(actions, token=None):
+        if not rival:
+            rival["claim"] = None
+            now[0] = t0 + 10_001  # b's clock: a's claim lapsed
+            rival["claim"] = claim(b, "src/a.py")
+            now[0] = t0 + 9_999  # a's clock again
+        return real_transact(actions, token)
+
+    now[0] = t0 + 9_999
+    monkeypatch.setattr(t, "transact", transact_late)
+    monkeypatch.setattr(claims, "MOVE_PER_CALL", 0)  # b's claim leaves the lapsed item where it is
+    with pytest.raises(ClaimConflict) as err:
+        claim(a, "src/**", ttlSeconds=10)  # a renewal, by a's clock
+    assert [c["claimId"] for c in err.value.details["conflicts"]] == [rival["claim"]["claimId"]]
+    assert t.get(*k.claim(net.network_id, held["claimId"]))["expiresAt"] == t0 + 10_000  # not renewed
+
+
+def test_a_release_racing_a_renewal_loses_nothing(net, now, monkeypatch):
+    """The holder renews while its release is in flight: the release's conditional delete sees
+    the new expiry, looks again and still releases."""
+    a = net.principals["coder0"]
+    held = claim(a, "src/**", ttlSeconds=10)
+    real_transact = t.transact
+    raced = []
+
+    def renew_first(actions, token=None):
+        if not raced:
+            raced.append(None)
+            raced[0] = claim(a, "src/**", ttlSeconds=100)
+        return real_transact(actions, token)
+
+    monkeypatch.setattr(t, "transact", renew_first)
+    assert release(a, held["claimId"])["released"] is True
+    assert raced[0]["claimId"] == held["claimId"]
+    assert t.get(*k.claim(net.network_id, held["claimId"])) is None
+
+
+# ------------------------------------------------------------------ the hot partition stays small
+
+
+def test_released_and_lapsed_claims_leave_the_hot_partition(net, now):
+    a = net.principals["coder0"]
+    kept = claim(a, "keep/**", ttlSeconds=3600)
+    for n in range(10):
+        release(a, claim(a, f"released{n}/**")["claimId"])
+    lapsing = [claim(a, f"lapsing{n}/**", ttlSeconds=1)["claimId"] for n in range(claims.MOVE_PER_CALL + 4)]
+    assert [i["id"] for i in hot_claims(net.network_id)] == [kept["claimId"], *lapsing]
+    now[0] += 1000
+    first = claim(a, "new1/**")  # moves MOVE_PER_CALL lapsed claims ...
+    second = claim(a, "new2/**")  # ... and the next call the rest
+    assert [i["id"] for i in hot_claims(net.network_id)] == [kept["claimId"], first["claimId"], second["claimId"]]
+    for c in lapsing:
+        assert t.get(*k.ended_claim(net.network_id, c))["endReason"] == "expired"
+
+
+def test_a_claim_call_is_one_query_and_one_transaction_reading_only_live_claims(net, now):
+    a = net.principals["coder0"]
+    for n in range(30):
+        release(a, claim(a, f"old{n}/**")["claimId"])
+    for n in range(5):
+        claim(a, f"live{n}/**")
+    calls = []
+
+    def record(http_response, parsed, model, **_):
+        calls.append((model.name, parsed.get("ScannedCount")))
+
+    client = t.client()
+    client.meta.events.register("after-call.dynamodb", record, unique_id="test-claims-count")
+    try:
+        claim(net.principals["coder1"], "src/**")
+        with pytest.raises(ClaimConflict):
+            claim(net.principals["coder1"], "live0/a.py")
+    finally:
+        client.meta.events.unregister("after-call.dynamodb", unique_id="test-claims-count")
+    assert calls == [("Query", 6), ("TransactWriteItems", None), ("Query", 7)]  # HEAD + live claims
