@@ -126,8 +126,26 @@ def test_a_two_step_stop_revokes_the_token_frees_claims_and_requeues_tasks(api, 
     assert api("control_task_status", {"taskId": task["taskId"]}, admin)[1]["task"]["state"] == "pending"
     again = api("control_stop_agent", {"instanceId": victim.instance_id, "confirmationId": first["confirmationId"]}, admin)
     assert again[0] == 400  # a confirmation is used once
-    assert claim["claimId"]
+    assert api("control_release_claim", {"claimId": claim["claimId"]}, admin)[1]["reason"] == "already_released"
+    # the requeued task was pinned to the stopped instance: nobody else is eligible, it stays pending
+    from relaynet import sweep
+
+    sweep.run()
+    assert api("control_task_status", {"taskId": task["taskId"]}, admin)[1]["task"]["state"] == "pending"
     assert other.instance_id
+
+
+def test_a_stopped_instances_offered_task_goes_to_another_instance(api, ops):
+    from relaynet import sweep
+
+    admin, lead = ops.tokens["representatives"]["admin"], ops.token("lead0")
+    task = api("network_delegate", {"objective": "x", "toAgent": "coder"}, lead)[1]
+    holder = task["assignee"]
+    first = api("control_stop_agent", {"instanceId": holder}, admin)[1]
+    api("control_stop_agent", {"instanceId": holder, "confirmationId": first["confirmationId"]}, admin)
+    sweep.run()
+    after = api("control_task_status", {"taskId": task["taskId"]}, admin)[1]["task"]
+    assert after["state"] == "offered" and after["assignee"] not in (None, holder)
 
 
 def test_launch_gives_a_working_token_and_restart_rotates_it(api, ops):

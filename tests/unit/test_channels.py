@@ -214,3 +214,25 @@ def test_two_racing_says_on_one_discussion_turn_store_exactly_one(server_table):
         assert [r.reason for r in results if isinstance(r, Conflict)] == ["not_your_turn"]
         texts = [e for e in channels.info(bob, ch)["envelopes"] if e["event_type"] == "text"]
         assert len(texts) == 1
+
+
+def test_a_workflow_made_by_ag2_runs_writer_then_reviewer_then_finish(net):
+    from ag2.network.transitions import TransitionGraph
+
+    from relaynet import plugin
+    from relaynet.models.plugin import HandoffRequest
+
+    alice, bob = net.principals["alice0"], net.principals["bob0"]
+    graph = TransitionGraph.sequence(["alice", "bob"]).to_dict()
+    ch = channels.open_channel(alice, "workflow", ["bob"], {"graph": graph}, "write then review", None, None)["channel_id"]
+    assert channels.info(bob, ch)["your_tools"] == [] and channels.info(alice, ch)["your_tools"] == ["handoff"]
+    with pytest.raises(Conflict) as err:
+        plugin.handoff(bob, HandoffRequest(channel_id=ch, content="me first"))
+    assert err.value.reason == "not_your_turn"
+    first = plugin.handoff(alice, HandoffRequest(channel_id=ch, content="draft v1", context={"draft": "v1"}))
+    assert first["next_speaker"] == "bob" and first["channel_state"] == "active"
+    done = plugin.handoff(bob, HandoffRequest(channel_id=ch, finish="LGTM", reason="approved"))
+    assert done["channel_state"] == "closed"
+    info = channels.info(alice, ch)
+    assert info["channel"]["close_reason"] == "approved"
+    assert [e["event_type"] for e in info["envelopes"]] == ["opened", "packet", "packet", "closed"]
