@@ -21,7 +21,6 @@ import ast
 import importlib.util
 import logging
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest

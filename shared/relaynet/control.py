@@ -20,7 +20,7 @@ from relaynet.identity import Principal, availability
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import keys as k
 from relaynet.store import table as t
-from relaynet.taskstate import STATES, TERMINAL
+from relaynet.taskstate import STATES
 
 LEVELS = ("observe", "communicate", "delegate", "operate")
 CONFIRMATION_TTL_S = 300

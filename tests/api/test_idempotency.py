@@ -11,7 +11,8 @@ from relaynet import messaging
 from relaynet.store import keys as k
 from relaynet.store import table as t
 from tests.conftest import apply
-from tests.unit.test_delivery import _moto_copies_a_table_once_per_transaction  # noqa: F401 (autouse)
+
+pytestmark = pytest.mark.usefixtures("moto_fast_transactions")
 
 
 def _all_keys() -> set[tuple[str, str]]:

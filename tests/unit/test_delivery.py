@@ -19,45 +19,7 @@ from tests.conftest import apply
 MEMBERS = [f"m{i:03d}" for i in range(150)]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _moto_copies_a_table_once_per_transaction():
-    """moto's ``transact_write_items`` deep-copies the table (its rollback copy) once per *action*,
-    so one 100-action transaction copies the whole table 100 times and a 150-member fan-out test
-    spends seconds in ``copy.deepcopy``. Take the copy once per table per transaction instead:
-    the copies are identical, since nothing changes while they are taken. Behaviour is unchanged."""
-    import copy
-    import threading
-    import types
-
-    from moto.dynamodb import models
-
-    local = threading.local()
-
-    def deepcopy(obj, memo=None):
-        tables = getattr(local, "tables", None)
-        if tables is None or memo is not None or type(obj).__name__ != "Table":
-            return copy.deepcopy(obj, memo)
-        if id(obj) not in tables:
-            tables[id(obj)] = copy.deepcopy(obj)
-        return tables[id(obj)]
-
-    real = models.DynamoDBBackend.transact_write_items
-
-    def transact_write_items(self, transact_items):
-        local.tables = {}
-        try:
-            return real(self, transact_items)
-        finally:
-            local.tables = None
-
-    saved = models.copy
-    models.copy = types.SimpleNamespace(deepcopy=deepcopy)
-    models.DynamoDBBackend.transact_write_items = transact_write_items
-    try:
-        yield
-    finally:
-        models.copy = saved
-        models.DynamoDBBackend.transact_write_items = real
+pytestmark = pytest.mark.usefixtures("moto_fast_transactions")
 
 
 def _crowd_spec(members=MEMBERS) -> str:

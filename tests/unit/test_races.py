@@ -6,7 +6,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 from relaynet import claims, messaging
 from relaynet.errors import ClaimConflict
-from relaynet.identity import authorize
 from relaynet.models import worker as w
 from tests.conftest import apply
 

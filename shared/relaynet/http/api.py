@@ -25,7 +25,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from relaynet import catalogue
-from relaynet.errors import InvalidArgument, PayloadTooLarge, PermissionDenied, RelaynetError, Unauthenticated
+from relaynet.errors import InvalidArgument, PayloadTooLarge, PermissionDenied, RelaynetError
 from relaynet.identity import Principal, touch
 from relaynet.store import table
 

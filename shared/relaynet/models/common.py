@@ -41,6 +41,11 @@ Scope = Annotated[str, Field(max_length=1024, description="A glob (PROTOCOL.md 8
 ResourceKey = Annotated[str, Field(min_length=1, max_length=512, description="A resource key such as github.com/acme/api or a git remote")]
 
 
-def Id(prefix: str, what: str):
-    """An id argument of kind ``prefix``: ``Id("task", "a task id")``."""
+def _id(prefix: str, what: str):
     return Annotated[str, Field(min_length=1, max_length=64, description=f"{what} ({prefix}_...)")]
+
+
+TaskId = _id("task", "A task id")
+ThreadId = _id("thr", "A thread id")
+InstanceId = _id("inst", "An instance id")
+ClaimId = _id("clm", "A claim id")

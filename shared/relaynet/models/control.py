@@ -9,7 +9,8 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import Field
 
-from relaynet.models.common import Body, Criterion, Id, Name, Objective, Request, ResourceKey, Short
+from relaynet.models import worker
+from relaynet.models.common import Body, ClaimId, InstanceId, Name, Request, ResourceKey, Short, TaskId, ThreadId
 
 NetworkId = Optional[Annotated[str, Field(min_length=1, max_length=64, description="A network id (net_...); default: your active network")]]
 TaskState = Literal["pending", "offered", "accepted", "working", "blocked", "completed", "failed", "cancelled"]
@@ -49,7 +50,7 @@ class ListTasksRequest(ControlRequest):
 class TaskRequest(ControlRequest):
     """control_task_status."""
 
-    taskId: Id("task", "the task")
+    taskId: TaskId
 
 
 class HistoryRequest(ControlRequest):
@@ -62,44 +63,32 @@ class HistoryRequest(ControlRequest):
 class ThreadRequest(ControlRequest):
     """control_get_thread."""
 
-    threadId: Id("thr", "the thread")
+    threadId: ThreadId
 
 
-class ControlAskRequest(ControlRequest):
-    """control_ask: as network_ask, sent by the representative."""
+class ControlAskRequest(worker.AskRequest):
+    """control_ask: network_ask's arguments plus ``networkId?``, sent by the representative."""
 
-    body: Body
-    toAgent: Optional[Name] = None
-    toInstance: Optional[Id("inst", "an instance id")] = None
-    threadId: Optional[Id("thr", "a thread to continue")] = None
-    subject: Optional[Short] = None
-    taskId: Optional[Id("task", "a task this ask is about")] = None
-    resource: Optional[ResourceKey] = None
+    networkId: NetworkId = None
 
 
-class ControlReplyRequest(ControlRequest):
-    """control_reply."""
+class ControlReplyRequest(worker.ReplyRequest):
+    """control_reply: network_reply's arguments plus ``networkId?``."""
 
-    threadId: Id("thr", "the thread")
-    body: Body
+    networkId: NetworkId = None
 
 
-class ControlDelegateRequest(ControlRequest):
-    """control_delegate: as network_delegate, created by the representative."""
+class ControlDelegateRequest(worker.DelegateRequest):
+    """control_delegate: network_delegate's arguments plus ``networkId?``."""
 
-    objective: Objective
-    title: Optional[Short] = None
-    acceptanceCriteria: Optional[Annotated[list[Criterion], Field(max_length=20)]] = None
-    toAgent: Optional[Name] = None
-    toInstance: Optional[Id("inst", "a specific instance")] = None
-    resource: Optional[ResourceKey] = None
+    networkId: NetworkId = None
 
 
 class WakeRequest(ControlRequest):
     """control_wake_agent: a notice (and the instance's webhook, if any)."""
 
     toAgent: Optional[Name] = None
-    toInstance: Optional[Id("inst", "an instance")] = None
+    toInstance: Optional[InstanceId] = None
     reason: Optional[Short] = None
 
 
@@ -110,22 +99,22 @@ class LaunchRequest(ControlRequest):
 
 
 class TwoStepRequest(ControlRequest):
-    """control_stop_agent / control_restart_agent: without confirmationId, step one."""
+    """control_stop_agent / control_restart_agent: without confirmationstep one."""
 
-    instanceId: Id("inst", "the instance")
+    instanceId: InstanceId
     confirmationId: Optional[Annotated[str, Field(min_length=1, max_length=80)]] = None
 
 
 class ReleaseClaimRequest(ControlRequest):
     """control_release_claim."""
 
-    claimId: Id("clm", "the claim")
+    claimId: ClaimId
 
 
 class CancelTaskRequest(ControlRequest):
     """control_cancel_task."""
 
-    taskId: Id("task", "the task")
+    taskId: TaskId
     reason: Optional[Annotated[str, Field(max_length=8192)]] = None
 
 

@@ -8,14 +8,17 @@ from pydantic import Field, field_validator
 
 from relaynet.models.common import (
     Body,
+    ClaimId,
     Criterion,
-    Id,
+    InstanceId,
     Name,
     Objective,
     Request,
     ResourceKey,
     Scope,
     Short,
+    TaskId,
+    ThreadId,
 )
 
 TaskStatus = Literal["accepted", "working", "blocked", "completed", "failed", "cancelled"]
@@ -38,10 +41,10 @@ class AskRequest(Request):
 
     body: Body
     toAgent: Optional[Name] = Field(None, description="An agent name or a group slug")
-    toInstance: Optional[Id("inst", "an instance id")] = None
-    threadId: Optional[Id("thr", "a thread id to continue")] = None
+    toInstance: Optional[InstanceId] = None
+    threadId: Optional[ThreadId] = None
     subject: Optional[Short] = None
-    taskId: Optional[Id("task", "a task this ask is about")] = None
+    taskId: Optional[TaskId] = None
     resource: Optional[ResourceKey] = None
 
 
@@ -52,7 +55,7 @@ class InboxRequest(Request):
 class ReplyRequest(Request):
     """network_reply (PROTOCOL.md 4.5)."""
 
-    threadId: Id("thr", "the thread to reply in")
+    threadId: ThreadId
     body: Body
 
 
@@ -63,20 +66,20 @@ class DelegateRequest(Request):
     title: Optional[Short] = None
     acceptanceCriteria: Optional[Annotated[list[Criterion], Field(max_length=20)]] = Field(None, description="At most 20 checks of 1 KiB each that define done")
     toAgent: Optional[Name] = Field(None, description="An agent name or a group slug")
-    toInstance: Optional[Id("inst", "a specific instance")] = None
+    toInstance: Optional[InstanceId] = None
     resource: Optional[ResourceKey] = None
 
 
 class TaskGetRequest(Request):
     """network_task_get (PROTOCOL.md 4.7)."""
 
-    taskId: Id("task", "the task")
+    taskId: TaskId
 
 
 class TaskUpdateRequest(Request):
     """network_task_update (PROTOCOL.md 4.8). ``reason`` is required for blocked, completed, failed."""
 
-    taskId: Id("task", "the task")
+    taskId: TaskId
     status: TaskStatus
     reason: Optional[Annotated[str, Field(max_length=8192)]] = Field(None, description="Why; for completed, the evidence")
 
@@ -87,14 +90,14 @@ class ClaimRequest(Request):
     scope: Scope
     scopeType: Literal["path", "task", "resource"] = "path"
     resourceId: Optional[ResourceKey] = None
-    taskId: Optional[Id("task", "the task this claim serves")] = None
+    taskId: Optional[TaskId] = None
     ttlSeconds: Annotated[int, Field(ge=1, le=86400)] = 3600
 
 
 class ReleaseRequest(Request):
     """network_release (PROTOCOL.md 4.10)."""
 
-    claimId: Id("clm", "the claim to release")
+    claimId: ClaimId
 
 
 class PublishArtifactRequest(Request):
@@ -103,7 +106,7 @@ class PublishArtifactRequest(Request):
     uri: Annotated[str, Field(min_length=1, max_length=2048)]
     label: Optional[Short] = None
     type: ArtifactType = "other"
-    taskId: Optional[Id("task", "the task this artifact belongs to")] = None
+    taskId: Optional[TaskId] = None
 
 
 class CapabilityDecl(Request):

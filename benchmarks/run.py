@@ -1,0 +1,629 @@
+"""``make bench``: what every tool costs, how long every function takes to start, and how the
+claim check, the sweep and the inbox grow: one table on stdout, the figures in
+benchmarks/results.json. Not a test: it asserts nothing about time.
+
+Run: ``.venv/bin/python benchmarks/run.py [--calls 50] [--inits 5] [--sections tools,init,scale]``
+(``--quick``: 5 calls, 1 interpreter, small scale rows; for trying the script, not for figures).
+
+tools
+    For every tool of relaynet/catalogue.py (worker, plugin and control surfaces) and the sweep,
+    one typical call of benchmarks/requests_per_tool.py's scenario (the demo story through the
+    real Lambda handlers on moto in-process: the tool's first step marked typical, else its
+    first step), run ``--calls`` times from the same table state (moto's table is copied before
+    the step and put back before each repetition), medians reported:
+
+    - requests: DynamoDB requests the tool's handler made (requests_per_tool's Meter, a botocore
+      hook); the authorizer's GetItem is not counted (API Gateway caches its answer), and
+      presence is steady state (at most one UpdateItem a minute per instance);
+    - rcu / wcu: read and write request units, *modelled* from the real item sizes with
+      DynamoDB's published rules (requests_per_tool's Meter). Moto's ReturnConsumedCapacity is a
+      placeholder, not derived from item sizes, so it is not used;
+    - cpu_ms: the tool handler's own CPU time (``time.process_time`` around the handler, the
+      authorizer excluded), minus the CPU spent inside moto serving its requests and inside the
+      meter's hooks: what the Lambda would spend outside DynamoDB, on this machine (botocore's
+      request building and response parsing included).
+
+    Each row names its target: a read tool (its typical call writes nothing) at most 1 request;
+    a write tool touching one object at most 2; tools that write several objects by design
+    (listed in :data:`MULTI_OBJECT` with the reason) have no request target.
+
+init
+    For every function module in functions/: the import of the handler file plus its DynamoDB
+    client (``relaynet.store.table.client()``, created on first use; the one client of the
+    container), timed inside a fresh ``python -c`` interpreter (interpreter start-up excluded),
+    median of ``--inits`` interpreters, as a ratio to ``import boto3; boto3.client("dynamodb")``
+    timed the same way in the same run (rounds interleave the baseline with the functions, so
+    drift of a shared machine hits both). Target: at most 1.3.
+
+scale
+    - network_claim through its handler against 0, 100 and 1,000 active claims of the same
+      namespace (benchmarks/bench_claims.py's seeding; a fresh scope each call, released again
+      untimed). Target: time growing no worse than linearly (time at 1,000 / time at 100 <= 10).
+    - the sweep (``relaynet.sweep.run``, batch 500) over 1,000 and 10,000 pending tasks, due
+      (handed back) and parked (woken), one run each (benchmarks/bench_sweep.py's seeding and
+      narrowed moto transactions). Target: requests per offered task the same at both sizes.
+    - network_inbox through its handler returning 1, 10 and 100 messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+FUNCTIONS = ROOT / "functions"
+for p in (str(ROOT), str(BENCH), str(ROOT / "infra"), str(ROOT / "shared")):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+ENV = dict(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_SESSION_TOKEN="testing",
+           AWS_DEFAULT_REGION="us-east-1", RELAYNET_TABLE="relaynet-bench", POWERTOOLS_LOG_LEVEL="ERROR",
+           POWERTOOLS_TRACE_DISABLED="true", POWERTOOLS_METRICS_DISABLED="true")
+os.environ.update(ENV)
+os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+
+import requests_per_tool as rpt  # noqa: E402
+
+WRITE_OPS = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
+READ_TARGET, WRITE_TARGET, INIT_TARGET = 1, 2, 1.3
+
+#: Write tools whose typical call writes several objects by design: no request target, the reason.
+MULTI_OBJECT: dict[str, str] = {
+    "control_stop_agent": "two calls (confirm, then stop); the stop revokes the token, releases claims, requeues tasks",
+    "control_restart_agent": "two calls (confirm, then restart); rotates the token (old and new token items)",
+    "control_launch_agent": "an instance and its token item",
+    "delegate": "a consulting channel, its thread and the prompt (and waits for the reply)",
+    "channels": "a channel, its thread and the first message",
+    "sweep": "scheduled, not a tool: its target is the scale row (requests per offered task constant)",
+}
+
+
+# --------------------------------------------------------------------------- CPU accounting
+
+class Cpu:
+    """Process CPU time split into the handler's own, moto's (serving requests) and the meter's."""
+
+    moto = 0.0
+    hooks = 0.0
+    depth = 0  # > 0 inside a meter hook (moto time there belongs to the hook)
+    spans: dict[str, list[float]] = {}  # handler stem -> own CPU seconds of each invocation
+
+    @classmethod
+    def install(cls) -> None:
+        from moto.core.botocore_stubber import BotocoreStubber
+
+        real = BotocoreStubber.process_request
+        if getattr(real, "_bench_timed", False):
+            return
+
+        def process_request(self: Any, request: Any) -> Any:
+            start = time.process_time()
+            try:
+                return real(self, request)
+            finally:
+                if not cls.depth:
+                    cls.moto += time.process_time() - start
+
+        process_request._bench_timed = True  # type: ignore[attr-defined]
+        BotocoreStubber.process_request = process_request  # type: ignore[method-assign]
+
+        from relaynet_local import lambdas
+
+        real_load = lambdas.load_handler
+        if getattr(real_load, "_bench_timed", False):
+            return
+
+        def load_handler(code_uri: str, handler: str) -> Callable[..., Any]:
+            fn = real_load(code_uri, handler)
+            stem = handler.rsplit(".", 1)[0]
+            if stem == "authorizer":
+                return fn
+
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                c0, m0, h0 = time.process_time(), cls.moto, cls.hooks
+                try:
+                    return fn(*args, **kwargs)
+                finally:
+                    own = (time.process_time() - c0) - (cls.moto - m0) - (cls.hooks - h0)
+                    cls.spans.setdefault(stem, []).append(own)
+
+            return timed
+
+        load_handler._bench_timed = True  # type: ignore[attr-defined]
+        lambdas.load_handler = load_handler
+
+    @classmethod
+    def take(cls, stem: str) -> list[float]:
+        return cls.spans.pop(stem, [])
+
+    @classmethod
+    def clear(cls) -> None:
+        cls.spans = {}
+
+
+class TimedMeter(rpt.Meter):
+    """requests_per_tool's Meter, its hooks' CPU time kept out of the handler's."""
+
+    def _before(self, *args: Any, **kwargs: Any) -> None:
+        start = time.process_time()
+        Cpu.depth += 1
+        try:
+            super()._before(*args, **kwargs)
+        finally:
+            Cpu.depth -= 1
+            Cpu.hooks += time.process_time() - start
+
+    def _after(self, *args: Any, **kwargs: Any) -> None:
+        start = time.process_time()
+        Cpu.depth += 1
+        try:
+            super()._after(*args, **kwargs)
+        finally:
+            Cpu.depth -= 1
+            Cpu.hooks += time.process_time() - start
+
+
+# --------------------------------------------------------------------------- moto state
+
+def moto_table() -> Any:
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    from relaynet.store import table as t
+
+    return dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].tables[t.table_name()]
+
+
+class Snapshot:
+    """The moto table's items now, to put back before each repetition of a step."""
+
+    def __init__(self) -> None:
+        self.table = moto_table()
+        self.items = copy.deepcopy(self.table.items)
+
+    def restore(self) -> None:
+        self.table.items = copy.deepcopy(self.items)
+
+
+def fast_moto() -> None:
+    """moto copies the whole table for every transaction's rollback: back up only the touched
+    items instead (bench_sweep's narrowing; same all-or-nothing result, moto time only)."""
+    import bench_sweep
+
+    bench_sweep.narrow_moto_transactions()
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else 0.0
+
+
+def num(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else round(x, 3)
+
+
+# --------------------------------------------------------------------------- tools
+
+def chosen_steps(tokens: dict[str, Any]) -> dict[str, str]:
+    """tool -> the label of its typical step (first typical, else first) in the scenario."""
+    first: dict[str, str] = {}
+    typical: dict[str, str] = {}
+    for step in rpt.scenario(tokens):  # labels only: the generator's steps are not run
+        first.setdefault(step.tool, step.label)
+        if step.typical:
+            typical.setdefault(step.tool, step.label)
+    return {tool: typical.get(tool, label) for tool, label in first.items()}
+
+
+def bench_tools(calls: int, log: Callable[[str], None]) -> dict[str, dict[str, Any]]:
+    from relaynet import catalogue
+
+    Cpu.install()
+    rpt.Meter = TimedMeter  # demo_stack builds its meter from this name
+    wanted = list(catalogue.TOOLS) + ["sweep"]
+    out: dict[str, dict[str, Any]] = {}
+    with rpt.demo_stack() as (tokens, meter):
+        pick = chosen_steps(tokens)
+        missing = [tool for tool in wanted if tool not in pick]
+        if missing:
+            raise SystemExit(f"requests_per_tool.scenario has no step for {missing}")
+        labels = {pick[tool]: tool for tool in wanted}
+        started = time.perf_counter()
+        for step in rpt.scenario(tokens):
+            tool = labels.get(step.label)
+            if tool is None:
+                step.run()
+                continue
+            snap = Snapshot()
+            reqs, rrus, wrus, cpus, ops_seen = [], [], [], [], []
+            n_calls = 0
+            for _ in range(calls):
+                snap.restore()
+                meter.reset()
+                Cpu.clear()
+                step.run()
+                use = meter.usage.get(step.tool, rpt.Usage())
+                spans = Cpu.take(step.tool)
+                n_calls = len(spans)
+                reqs.append(use.requests)
+                rrus.append(use.rru)
+                wrus.append(use.wru)
+                cpus.append(sum(spans))
+                ops_seen.append(tuple(sorted(use.ops.items())))
+            ops = Counter(ops_seen).most_common(1)[0][0]
+            out[tool] = {"requests": num(med(reqs)), "rcu": num(med(rrus)), "wcu": num(med(wrus)),
+                         "cpu_ms": round(med(cpus) * 1000, 2), "call": step.label, "handler_calls": n_calls,
+                         "ops": dict(ops), "writes": any(op in WRITE_OPS for op, _n in ops)}
+            log(f"  {tool:<32} {out[tool]['requests']:>3} requests  {out[tool]['cpu_ms']:>7.2f} ms cpu"
+                f"   ({time.perf_counter() - started:.0f} s)")
+    for tool, row in out.items():
+        if tool in MULTI_OBJECT:
+            row["target"], row["met"] = None, None
+        else:
+            row["target"] = WRITE_TARGET if row["writes"] else READ_TARGET
+            row["met"] = row["requests"] <= row["target"]
+    return {tool: out[tool] for tool in wanted}
+
+
+# --------------------------------------------------------------------------- init
+
+INIT_PRELUDE = "import sys, time, importlib.util\n"
+BASELINE_CODE = "t0 = time.perf_counter()\nimport boto3\nboto3.client('dynamodb')\n"
+FUNCTION_CODE = """sys.path[:0] = [{functions!r}, {shared!r}]
+spec = importlib.util.spec_from_file_location({name!r}, {path!r})
+mod = importlib.util.module_from_spec(spec)
+t0 = time.perf_counter()
+spec.loader.exec_module(mod)
+if getattr(mod, "DYNAMODB_ACTIONS", ()):
+    from relaynet.store import table
+    table.client()
+"""
+INIT_EPILOGUE = "print(repr((time.perf_counter() - t0) * 1000))\n"
+
+
+def init_code(stem: str | None) -> str:
+    body = BASELINE_CODE if stem is None else FUNCTION_CODE.format(
+        functions=str(FUNCTIONS), shared=str(ROOT / "shared"), name=f"fn_{stem}", path=str(FUNCTIONS / f"{stem}.py"))
+    return INIT_PRELUDE + body + INIT_EPILOGUE
+
+
+def run_init(stem: str | None) -> float:
+    env = {**os.environ, **ENV}
+    env.pop("PYTHONPATH", None)
+    res = subprocess.run([sys.executable, "-c", init_code(stem)], env=env, cwd=str(ROOT),
+                         capture_output=True, text=True, timeout=120)
+    if res.returncode:
+        raise RuntimeError(f"init of {stem or 'baseline'} failed: {res.stderr[-2000:]}")
+    return float(res.stdout.strip().splitlines()[-1])
+
+
+def bench_init(rounds: int, log: Callable[[str], None]) -> dict[str, Any]:
+    stems = sorted(p.stem for p in FUNCTIONS.glob("*.py") if not p.name.startswith("_"))
+    # one unmeasured round: byte-code caches written, files in the page cache
+    run_init(None)
+    for stem in stems:
+        run_init(stem)
+    times: dict[str, list[float]] = {"baseline": []}
+    started = time.perf_counter()
+    for r in range(rounds):
+        for stem in [None, *stems]:
+            times.setdefault(stem or "baseline", []).append(run_init(stem))
+        log(f"  round {r + 1}/{rounds}: baseline {times['baseline'][-1]:.0f} ms ({time.perf_counter() - started:.0f} s)")
+    base = med(times["baseline"])
+    ms = {name: round(med(v), 1) for name, v in times.items()}
+    ratio = {stem: round(ms[stem] / base, 3) for stem in stems}
+    return {"baseline_ms": ms["baseline"], "ms": {s: ms[s] for s in stems}, "ratio": ratio,
+            "baseline_samples": [round(x, 1) for x in times["baseline"]]}
+
+
+# --------------------------------------------------------------------------- scale
+
+def fresh_table() -> Any:
+    import boto3
+
+    from relaynet.store import table as t
+    from relaynet_local.template import create_table
+
+    t.reset()
+    raw = boto3.client("dynamodb")
+    create_table(raw, rpt.TEMPLATE, t.table_name())
+    return raw
+
+
+def drop_table(raw: Any) -> None:
+    from relaynet.store import table as t
+
+    raw.delete_table(TableName=t.table_name())
+    t.reset()
+
+
+def scale_claims(sizes: list[int], calls: int, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """network_claim through its handler against ``n`` active claims of the same namespace."""
+    from moto import mock_aws
+
+    import bench_claims
+    from relaynet import admin, identity
+    from relaynet.store import table as t
+
+    Cpu.install()
+    rows = []
+    with mock_aws():
+        for i, n in enumerate(sizes):
+            raw = fresh_table()
+            tokens = admin.apply_spec(f"network: claims{i}\nagents:\n  - {{name: coder, instances: 2}}\n")
+            insts = tokens["networks"][f"claims{i}"]["instances"]["coder"]
+            holder = {"agent": "coder", "instanceId": insts[0]["instanceId"]}
+            tok = insts[1]["token"]
+            bench_claims.seed(tokens["networks"][f"claims{i}"]["networkId"], holder, n, 0)
+            meter = TimedMeter(t.client(), raw)
+            identity.touch(identity.authorize(tok))  # presence written: steady state
+            walls, cpus, reqs, items = [], [], [], []
+            scanned: list[int] = []
+
+            def count_items(parsed: dict[str, Any], model: Any, **_: Any) -> None:
+                if model.name == "Query":
+                    scanned.append(int(parsed.get("ScannedCount", 0)))
+
+            t.client().meta.events.register("after-call.dynamodb.Query", count_items, unique_id="bench-run-scanned")
+            for j in range(calls + 1):  # the first call warms caches and is not counted
+                meter.reset()
+                Cpu.clear()
+                scanned.clear()
+                start = time.perf_counter()
+                status, got = rpt.call("network_claim", {"scope": f"c{i}/{bench_claims.new_scope(j)}"}, tok)
+                wall = time.perf_counter() - start
+                assert status == 200, got
+                if j:
+                    use = meter.usage.get("network_claim", rpt.Usage())
+                    walls.append(wall)
+                    cpus.append(sum(Cpu.take("network_claim")))
+                    reqs.append(use.requests)
+                    items.append(sum(scanned))
+                status, out = rpt.call("network_release", {"claimId": got["claimId"]}, tok)
+                assert status == 200, out
+            t.client().meta.events.unregister("after-call.dynamodb.Query", unique_id="bench-run-scanned")
+            row = {"active_claims": n, "requests": num(med(reqs)), "items_read": num(med(items)),
+                   "cpu_ms": round(med(cpus) * 1000, 2), "wall_ms": round(med(walls) * 1000, 2)}
+            rows.append(row)
+            log(f"  network_claim, {n:>5} active: {row}")
+            drop_table(raw)
+    return rows
+
+
+def scale_sweep(sizes: list[int], log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """One sweep run (batch 500) over ``n`` pending tasks, due and parked."""
+    import boto3  # noqa: F401
+    from moto import mock_aws
+
+    import bench_sweep
+    from relaynet import clock, sweep
+    from relaynet.store import table as t
+
+    Cpu.install()
+    rows = []
+    with mock_aws():
+        for n in sizes:
+            for kind in ("due", "parked"):
+                raw = fresh_table()
+                net, creator = bench_sweep.seed_network(200)
+                bench_sweep.seed_tasks(net, creator, "worker", n, parked=kind == "parked",
+                                       start_ms=clock.now_ms() - 10 * 60_000)
+                with bench_sweep.Meter() as m:
+                    c0, m0 = time.process_time(), Cpu.moto
+                    w0 = time.perf_counter()
+                    stats = sweep.run(batch=500, time_budget_s=120)
+                    wall = time.perf_counter() - w0
+                    cpu = (time.process_time() - c0) - (Cpu.moto - m0)
+                offered = stats["offered"]
+                requests = sum(m.requests.values())
+                row = {"pending": n, "kind": kind, "offered": offered, "requests": requests,
+                       "ops": dict(sorted(m.requests.items())), "items_read": m.items_read,
+                       "requests_per_offered": round(requests / offered, 3) if offered else None,
+                       "items_read_per_offered": round(m.items_read / offered, 3) if offered else None,
+                       "cpu_ms_per_offered": round(cpu * 1000 / offered, 2) if offered else None,
+                       "wall_s": round(wall, 2)}
+                rows.append(row)
+                log(f"  sweep, {n:>6} {kind}: {row}")
+                drop_table(raw)
+    return rows
+
+
+def scale_inbox(sizes: list[int], calls: int, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """network_inbox through its handler returning ``n`` messages (each from the same table state)."""
+    from moto import mock_aws
+
+    from relaynet import admin, identity, messaging
+    from relaynet.models import worker as w
+    from relaynet.store import table as t
+
+    Cpu.install()
+    rows = []
+    spec = "network: inbox\nagents:\n  - {name: sender, instances: 1}\n  - {name: receiver, instances: 1}\n"
+    with mock_aws():
+        raw = fresh_table()
+        tokens = admin.apply_spec(spec)["networks"]["inbox"]["instances"]
+        sender = identity.authorize(tokens["sender"][0]["token"])
+        tok = tokens["receiver"][0]["token"]
+        meter = TimedMeter(t.client(), raw)
+        identity.touch(identity.authorize(tok))
+        for n in sizes:
+            for i in range(n):
+                messaging.ask(sender, w.AskRequest(body=f"Message {i}: could you look at PR {i}? It is small.",
+                                                   toAgent="receiver"))
+            snap = Snapshot()
+            reqs, rrus, wrus, cpus = [], [], [], []
+            for _ in range(calls):
+                snap.restore()
+                meter.reset()
+                Cpu.clear()
+                status, out = rpt.call("network_inbox", {}, tok)
+                assert status == 200 and len(out["messages"]) == n, (status, len(out.get("messages", [])))
+                use = meter.usage.get("network_inbox", rpt.Usage())
+                reqs.append(use.requests)
+                rrus.append(use.rru)
+                wrus.append(use.wru)
+                cpus.append(sum(Cpu.take("network_inbox")))
+            row = {"messages": n, "requests": num(med(reqs)), "rcu": num(med(rrus)), "wcu": num(med(wrus)),
+                   "cpu_ms": round(med(cpus) * 1000, 2)}
+            rows.append(row)
+            log(f"  network_inbox returning {n:>3}: {row}")
+        drop_table(raw)
+    return rows
+
+
+# --------------------------------------------------------------------------- report
+
+def verdict(met: bool | None) -> str:
+    return "-" if met is None else ("met" if met else "NOT MET")
+
+
+def report(results: dict[str, Any]) -> str:
+    lines: list[str] = []
+    add = lines.append
+    meta = results["meta"]
+    add(f"Relaynet benchmarks  ({meta['python']}, {meta['machine']}; moto in-process; "
+        f"{meta['calls']} calls per tool, {meta['inits']} interpreters per function)")
+    tools = results.get("tools")
+    if tools:
+        add("")
+        add("== DynamoDB requests, modelled request units and handler CPU per typical call "
+            f"(median of {meta['calls']})")
+        add("   RCU/WCU are modelled from item sizes (DynamoDB's published rules): moto's "
+            "ReturnConsumedCapacity is a placeholder.")
+        add("   cpu ms = the tool handler's own CPU (process_time), moto's and the meter's excluded; "
+            "authorizer not counted.")
+        add(f"{'tool':<30} {'call':<44} {'req':>4} {'RCU':>6} {'WCU':>6} {'cpu ms':>7}  {'target':<8} requests by operation")
+        for tool, row in tools.items():
+            target = "-" if row["target"] is None else f"<={row['target']} {verdict(row['met'])}"
+            ops = ", ".join(f"{op} {n}" for op, n in sorted(row["ops"].items()))
+            label = row["call"] if len(row["call"]) <= 44 else row["call"][:41] + "..."
+            add(f"{tool:<30} {label:<44} {row['requests']:>4g} {row['rcu']:>6g} {row['wcu']:>6g} "
+                f"{row['cpu_ms']:>7.2f}  {target:<12} {ops}")
+        total = sum(1 for r in tools.values() if r["met"] is not None)
+        met = sum(1 for r in tools.values() if r["met"])
+        add(f"request targets met: {met} of {total}; no request target (several objects by design):")
+        for k, v in MULTI_OBJECT.items():
+            if k in tools:
+                add(f"  {k}: {v}")
+    init = results.get("cold_init")
+    if init:
+        add("")
+        add(f"== cold import + init per function: ms (median of {meta['inits']} fresh interpreters) and ratio to "
+            f"`import boto3; boto3.client(\"dynamodb\")` = {init['baseline_ms']:.1f} ms")
+        cols = 3
+        items = sorted(init["ratio"].items(), key=lambda kv: -kv[1])
+        rows = [items[i:i + cols] for i in range(0, len(items), cols)]
+        for r in rows:
+            add("  ".join(f"{stem:<29}{init['ms'][stem]:>6.0f} ms {ratio:>5.2f}x" for stem, ratio in r))
+        over = [s for s, r in init["ratio"].items() if r > INIT_TARGET]
+        add(f"target <= {INIT_TARGET}x: met by {len(init['ratio']) - len(over)} of {len(init['ratio'])}"
+            + (f"; over: {len(over)} (median ratio of those {med([init['ratio'][s] for s in over]):.2f}x)" if over else ""))
+    scale = results.get("scale")
+    if scale:
+        add("")
+        add("== scale")
+        if scale.get("network_claim"):
+            add(f"network_claim (handler), active claims of the same namespace: {'active':>7} {'req':>4} "
+                f"{'items read':>10} {'cpu ms':>8} {'wall ms':>8}")
+            for r in scale["network_claim"]:
+                add(f"{'':<67}{r['active_claims']:>7} {r['requests']:>4g} {r['items_read']:>10g} "
+                    f"{r['cpu_ms']:>8.2f} {r['wall_ms']:>8.2f}")
+            v = scale.get("claim_growth")
+            if v:
+                add(f"  time at {v['to']:,} / time at {v['from']:,}: cpu {v['cpu_ratio']:.2f}x, wall {v['wall_ratio']:.2f}x "
+                    f"(linear: {v['to'] // v['from']}x): {verdict(v['met'])}")
+        if scale.get("sweep"):
+            add(f"sweep (one run, batch 500, 200 live instances): {'pending':>8} {'kind':<7} {'offered':>7} "
+                f"{'req':>5} {'req/offered':>11} {'items/offered':>13} {'cpu ms/offered':>14}")
+            for r in scale["sweep"]:
+                add(f"{'':<48}{r['pending']:>8} {r['kind']:<7} {r['offered']:>7} {r['requests']:>5} "
+                    f"{r['requests_per_offered'] or 0:>11.3f} {r['items_read_per_offered'] or 0:>13.3f} "
+                    f"{r['cpu_ms_per_offered'] or 0:>14.2f}")
+            v = scale.get("sweep_constant")
+            if v:
+                add(f"  requests per offered task {', '.join(f'{k}: {x}' for k, x in v['per_offered'].items())}: "
+                    f"{verdict(v['met'])}")
+        if scale.get("network_inbox"):
+            add(f"network_inbox (handler): {'messages':>9} {'req':>4} {'RCU':>6} {'WCU':>6} {'cpu ms':>8}")
+            for r in scale["network_inbox"]:
+                add(f"{'':<25}{r['messages']:>9} {r['requests']:>4g} {r['rcu']:>6g} {r['wcu']:>6g} {r['cpu_ms']:>8.2f}")
+    return "\n".join(lines)
+
+
+def judge_scale(scale: dict[str, Any]) -> None:
+    claims = {r["active_claims"]: r for r in scale.get("network_claim", [])}
+    if 100 in claims and 1000 in claims:
+        a, b = claims[100], claims[1000]
+        cpu_ratio = b["cpu_ms"] / a["cpu_ms"] if a["cpu_ms"] else 0.0
+        wall_ratio = b["wall_ms"] / a["wall_ms"] if a["wall_ms"] else 0.0
+        scale["claim_growth"] = {"from": 100, "to": 1000, "cpu_ratio": round(cpu_ratio, 2),
+                                 "wall_ratio": round(wall_ratio, 2), "met": cpu_ratio <= 10 and wall_ratio <= 10}
+    per: dict[str, float] = {}
+    for r in scale.get("sweep", []):
+        if r["requests_per_offered"] is not None:
+            per[f"{r['pending']} {r['kind']}"] = r["requests_per_offered"]
+    if per:
+        by_kind: dict[str, list[float]] = {}
+        for key, v in per.items():
+            by_kind.setdefault(key.split()[1], []).append(v)
+        met = all(max(v) - min(v) <= 0.01 for v in by_kind.values())
+        scale["sweep_constant"] = {"per_offered": per, "met": met}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--calls", type=int, default=50, help="repetitions of each tool's typical call")
+    ap.add_argument("--inits", type=int, default=5, help="fresh interpreters per function")
+    ap.add_argument("--sections", default="tools,init,scale")
+    ap.add_argument("--quick", action="store_true", help="5 calls, 1 interpreter, small scale rows")
+    ap.add_argument("--out", default=str(BENCH / "results.json"))
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.calls, args.inits = 5, 1
+    sections = set(args.sections.split(","))
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    began = time.perf_counter()
+    results: dict[str, Any] = {"meta": {"python": f"Python {platform.python_version()}",
+                                        "machine": f"{platform.machine()}, {os.cpu_count()} cpus",
+                                        "calls": args.calls, "inits": args.inits,
+                                        "capacity": "modelled from item sizes (moto's ReturnConsumedCapacity is a placeholder)"}}
+    fast_moto()
+    if "tools" in sections:
+        log("tools ...")
+        results["tools"] = bench_tools(args.calls, log)
+    if "init" in sections:
+        log("cold init ...")
+        init = bench_init(args.inits, log)
+        results["cold_init"] = init
+        results["cold_init_ratio"] = init["ratio"]
+    if "scale" in sections:
+        log("scale ...")
+        scale: dict[str, Any] = {}
+        scale["network_claim"] = scale_claims([0, 100, 1000], 5 if args.quick else 15, log)
+        scale["sweep"] = scale_sweep([1000] if args.quick else [1000, 10000], log)
+        scale["network_inbox"] = scale_inbox([1, 10, 100], 3 if args.quick else 10, log)
+        judge_scale(scale)
+        results["scale"] = scale
+    results["meta"]["seconds"] = round(time.perf_counter() - began, 1)
+    text = report(results)
+    print(text)
+    print(f"\n({results['meta']['seconds']:.0f} s; figures in {os.path.relpath(args.out, ROOT)})")
+    Path(args.out).write_text(json.dumps(results, indent=1, sort_keys=False) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
