@@ -400,6 +400,13 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
                                                                  "context": {"stage": "review"}}, "planner0", key()))
     yield Step("handoff (finish)", "handoff", False, lambda: ok(
         "handoff", {"channel_id": state["wf"], "finish": "LGTM", "reason": "approved"}, "reviewer0", key()))
+    def short_channel() -> None:  # a channel whose TTL lapses: the sweep expires it
+        from relaynet import clock
+
+        ok("channels", {"action": "open", "type": "conversation", "target": "coder", "ttl": 1}, "planner0", key())
+        assert run_sweep(clock.now_ms() + 5000)["channels_expired"] == 1
+
+    yield Step("sweep (a channel past its TTL)", "sweep", False, short_channel)
     yield Step("delegate (a consult, not waiting)", "delegate", True, lambda: ok(
         "delegate", {"target": "reviewer", "prompt": "Is the /health change safe to ship?", "timeout": 0},
         "planner0", key()))

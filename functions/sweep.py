@@ -1,8 +1,9 @@
-"""The routing sweep, run on a schedule (PROTOCOL.md 7): see relaynet.sweep."""
+"""The routing sweep, run on a schedule (PROTOCOL.md 7): task offers and re-offers
+(relaynet.sweep), then channel TTL expiry and the consulting reply window (relaynet.channels)."""
 
 from aws_lambda_powertools import Logger
 
-from relaynet import sweep
+from relaynet import channels, sweep
 from relaynet.store import table
 
 logger = Logger(service="relaynet")
@@ -14,6 +15,7 @@ DYNAMODB_ACTIONS = ("Query", "PutItem", "UpdateItem", "DeleteItem")
 @table.declares(DYNAMODB_ACTIONS, "sweep")
 def handler(event, context):
     stats = sweep.run()
-    if stats["seen"]:
+    stats.update({f"channels_{key}": n for key, n in channels.sweep().items()})
+    if stats["seen"] or stats["channels_expired"] or stats["channels_reply_within"]:
         logger.info("sweep done", extra=stats)
     return stats
