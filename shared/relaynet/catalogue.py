@@ -6,13 +6,12 @@ and the SDK. Names are protocol (PROTOCOL.md 1) and never drift.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
-from typing import Type
+from typing import TYPE_CHECKING, Type
 
-from relaynet.models import control as c
-from relaynet.models import plugin as p
-from relaynet.models import worker as w
-from relaynet.models.common import Request
+if TYPE_CHECKING:
+    from relaynet.models.common import Request
 
 HOW_TO_ACT = (
     "Only tool calls reach other agents: your plain text output is seen by no one on the network."
@@ -25,12 +24,21 @@ CLAIMS_ARE_COORDINATION = (
 
 @dataclass(frozen=True)
 class Tool:
-    """A tool of one surface: ``POST /v1/tools/<name>`` with ``model`` as the JSON body."""
+    """A tool of one surface: ``POST /v1/tools/<name>`` with ``model`` as the JSON body.
+
+    ``model_name`` names the request model in ``relaynet.models.<surface>``; :attr:`model`
+    imports it on first use, so a Lambda loads only its own surface's models (cold start).
+    """
 
     name: str
     surface: str  # "worker" | "plugin" | "control"
-    model: Type[Request]
+    model_name: str
     description: str
+
+    @property
+    def model(self) -> Type[Request]:
+        """The request model (pydantic), from ``relaynet.models.<surface>``."""
+        return getattr(importlib.import_module(f"relaynet.models.{self.surface}"), self.model_name)
 
     @property
     def path(self) -> str:
@@ -39,135 +47,135 @@ class Tool:
 
 
 WORKER_TOOLS: tuple[Tool, ...] = (
-    Tool("network_whoami", "worker", w.WhoamiRequest,
+    Tool("network_whoami", "worker", "WhoamiRequest",
          "Who am I on this Relaynet network: your instance id, your agent definition (name, "
          "operator-set capabilities, groups, responsibilities) and the network. Call it first. "
          + HOW_TO_ACT),
-    Tool("network_discover", "worker", w.DiscoverRequest,
+    Tool("network_discover", "worker", "DiscoverRequest",
          "List the agents, their live instances and capabilities, groups, resources and recent "
          "tasks. Pass resourceKey and/or action (e.g. action='review') to get ranked candidates "
          "who are responsible for that work, before you delegate or ask."),
-    Tool("network_ask", "worker", w.AskRequest,
+    Tool("network_ask", "worker", "AskRequest",
          "Send a message (an ask) to another agent (toAgent: an agent name, or a group slug to "
          "reach every member but your own agent) or a specific instance (toInstance); continue a "
          "conversation with threadId. Returns the threadId the answer will come back on; the "
          "answer arrives in network_inbox. Unknown names are 404 and nothing is sent. "
          + HOW_TO_ACT),
-    Tool("network_inbox", "worker", w.InboxRequest,
+    Tool("network_inbox", "worker", "InboxRequest",
          "Fetch your new messages (asks, replies, task offers, task updates, channel turns), oldest "
          "first, at most 100; more=true means call again. Each message is handed to exactly one "
          "instance of your agent, once, and carries instructions naming the tool to act with; "
          "follow them. Check it whenever you finish a step and before you stop. " + HOW_TO_ACT),
-    Tool("network_reply", "worker", w.ReplyRequest,
+    Tool("network_reply", "worker", "ReplyRequest",
          "Reply in a thread you take part in; the reply goes to the participant who last wrote to "
          "it (403 if your agent is not a participant). Use this to answer an ask from your inbox. "
          + HOW_TO_ACT),
-    Tool("network_delegate", "worker", w.DelegateRequest,
+    Tool("network_delegate", "worker", "DelegateRequest",
          "Hand work to another agent as a task with an objective and acceptance criteria (never "
          "as a chat message). Target an agent or group (toAgent), an instance (toInstance), or "
          "only a resource to route it to whoever is responsible. You get task_update messages in "
          "your inbox as it progresses. " + HOW_TO_ACT),
-    Tool("network_task_get", "worker", w.TaskGetRequest,
+    Tool("network_task_get", "worker", "TaskGetRequest",
          "Read one task in full: state, assignee, acceptance criteria, history, progress, "
          "artifacts and active claims."),
-    Tool("network_task_update", "worker", w.TaskUpdateRequest,
+    Tool("network_task_update", "worker", "TaskUpdateRequest",
          "Move a task through its life: accept an offer (status=accepted) before doing any work, "
          "and only then work; then report working, blocked (reason required), completed (reason = "
          "the evidence) or failed (reason required). The creator may cancel. Illegal moves answer "
          "409 with the allowed states. The creator learns only what you report here. " + HOW_TO_ACT),
-    Tool("network_claim", "worker", w.ClaimRequest,
+    Tool("network_claim", "worker", "ClaimRequest",
          "Take an exclusive, time-limited claim on files (a glob such as 'src/api/**'), a task key "
          "or a resource before you change them; claiming the same scope again renews it. A 409 "
          "names the holder: then work elsewhere or ask them. " + CLAIMS_ARE_COORDINATION),
-    Tool("network_release", "worker", w.ReleaseRequest,
+    Tool("network_release", "worker", "ReleaseRequest",
          "Release a claim you hold as soon as you are done with the scope, so others may take it. "
          + CLAIMS_ARE_COORDINATION),
-    Tool("network_publish_artifact", "worker", w.PublishArtifactRequest,
+    Tool("network_publish_artifact", "worker", "PublishArtifactRequest",
          "Record something you produced (pull request, commit, test report, document, file) by "
          "URI, optionally attached to a task so its creator sees it."),
-    Tool("network_register_capabilities", "worker", w.RegisterCapabilitiesRequest,
+    Tool("network_register_capabilities", "worker", "RegisterCapabilitiesRequest",
          "Declare what this instance can do (replaces your previous declaration; [] clears it). "
          "Peers see it in network_discover."),
 )
 
 # The plugin surface (PROTOCOL.md 5) and the control surface (PROTOCOL.md 6) add their tuples here.
 PLUGIN_TOOLS: tuple[Tool, ...] = (
-    Tool("delegate", "plugin", p.ConsultRequest,
+    Tool("delegate", "plugin", "ConsultRequest",
          "Consult another agent once and wait for its answer: opens a consulting channel with "
          "target, posts your prompt, and returns the reply text (or null if it has not come within "
          "the timeout; then check channels info). For real work with acceptance criteria use "
          "network_delegate instead. " + HOW_TO_ACT),
-    Tool("peers", "plugin", p.PeersRequest,
+    Tool("peers", "plugin", "PeersRequest",
          "Find other agents (action='find': filter by query over their summary or a capability id; "
          "sort_by name, cost or track_record) or read one in full (action='describe', name=...: "
          "passport, resume with observed track record, and its SKILL.md)."),
-    Tool("channels", "plugin", p.ChannelsRequest,
+    Tool("channels", "plugin", "ChannelsRequest",
          "Structured conversations with turn-taking: action='open' (type conversation | discussion | "
          "consulting | workflow, target name or names, optional first message), 'list' your "
          "channels, 'info' (whose turn it is, your_tools, the last 20 envelopes), 'close'. "
          "New envelopes reach you through network_inbox."),
-    Tool("tasks", "plugin", p.TasksRequest,
+    Tool("tasks", "plugin", "TasksRequest",
          "Work on the hub's tasks: action='progress' (report progress on a task assigned to you), "
          "'complete' (result = the evidence), 'list' (yours or all), 'status', 'wait' (until it "
          "finishes or timeout), 'cancel' (a task you created)."),
-    Tool("context", "plugin", p.ContextRequest,
+    Tool("context", "plugin", "ContextRequest",
          "Look things up: action='search' (query over messages in your channels, or "
          "scope='knowledge' for the network's tasks and artifacts) or action='quote' (a speaker's "
          "last recent_n texts in a channel or thread you can see)."),
-    Tool("say", "plugin", p.SayRequest,
+    Tool("say", "plugin", "SayRequest",
          "Post text in a conversation, discussion or consulting channel when it is your turn "
          "(channels info shows your_tools). Out of turn is refused with not_your_turn. " + HOW_TO_ACT),
-    Tool("handoff", "plugin", p.HandoffRequest,
+    Tool("handoff", "plugin", "HandoffRequest",
          "Take your turn in a workflow channel: optional content, context variables to set, then "
          "finish (a summary; closes the workflow with reason) or target (who speaks next) or let "
          "the workflow graph decide (tool names the routing tool you called)."),
 )
 CONTROL_TOOLS: tuple[Tool, ...] = (
-    Tool("control_whoami", "control", c.NoArgs,
+    Tool("control_whoami", "control", "NoArgs",
          "Who you are as a representative: your grants per network and the active network."),
-    Tool("control_list_networks", "control", c.NoArgs,
+    Tool("control_list_networks", "control", "NoArgs",
          "The networks you hold grants on, with the grant level of each."),
-    Tool("control_use_network", "control", c.UseNetworkRequest,
+    Tool("control_use_network", "control", "UseNetworkRequest",
          "Make a network your active one; later calls without networkId act on it (needs observe)."),
-    Tool("control_network_status", "control", c.NoArgs,
+    Tool("control_network_status", "control", "NoArgs",
          "Counts for the network: agents, instances by availability, tasks by state, active claims, open channels."),
-    Tool("control_list_agents", "control", c.NoArgs,
+    Tool("control_list_agents", "control", "NoArgs",
          "Every agent definition with its instances and their availability."),
-    Tool("control_find_agents", "control", c.FindAgentsRequest,
+    Tool("control_find_agents", "control", "FindAgentsRequest",
          "Rank the agents responsible for a resource and/or action, as network_discover does."),
-    Tool("control_list_tasks", "control", c.ListTasksRequest,
+    Tool("control_list_tasks", "control", "ListTasksRequest",
          "Tasks of the network, newest first, optionally of one status."),
-    Tool("control_task_status", "control", c.TaskRequest,
+    Tool("control_task_status", "control", "TaskRequest",
          "One task in full: history, progress, artifacts and claims."),
-    Tool("control_list_blocked", "control", c.NoArgs,
+    Tool("control_list_blocked", "control", "NoArgs",
          "What is stuck: blocked tasks, pending tasks nobody is eligible for, offline instances holding tasks."),
-    Tool("control_get_history", "control", c.HistoryRequest,
+    Tool("control_get_history", "control", "HistoryRequest",
          "Recent events of the network (messages, task transitions, claims, channel events), newest first."),
-    Tool("control_get_thread", "control", c.ThreadRequest,
+    Tool("control_get_thread", "control", "ThreadRequest",
          "A thread with all its messages."),
-    Tool("control_get_graph", "control", c.NoArgs,
+    Tool("control_get_graph", "control", "NoArgs",
          "The network as a graph {nodes, edges}: agents, instances, groups, resources; delegations, asks, claims, membership."),
-    Tool("control_ask", "control", c.ControlAskRequest,
+    Tool("control_ask", "control", "ControlAskRequest",
          "Send an ask to an agent, group or instance as the representative (needs communicate)."),
-    Tool("control_reply", "control", c.ControlReplyRequest,
+    Tool("control_reply", "control", "ControlReplyRequest",
          "Reply in a thread as the representative (needs communicate)."),
-    Tool("control_delegate", "control", c.ControlDelegateRequest,
+    Tool("control_delegate", "control", "ControlDelegateRequest",
          "Create a task for an agent, group, instance or resource on your owner's behalf (needs delegate)."),
-    Tool("control_wake_agent", "control", c.WakeRequest,
+    Tool("control_wake_agent", "control", "WakeRequest",
          "Nudge an agent or instance with a notice in its inbox (needs operate)."),
-    Tool("control_launch_agent", "control", c.LaunchRequest,
+    Tool("control_launch_agent", "control", "LaunchRequest",
          "Register a new instance of an agent and get its token, shown once (needs operate)."),
-    Tool("control_stop_agent", "control", c.TwoStepRequest,
+    Tool("control_stop_agent", "control", "TwoStepRequest",
          "Stop an instance in two steps: first call returns a confirmationId (valid 5 minutes); call again with it to revoke the token, release its claims and requeue its tasks (needs operate)."),
-    Tool("control_restart_agent", "control", c.TwoStepRequest,
+    Tool("control_restart_agent", "control", "TwoStepRequest",
          "Restart an instance in two steps (confirmationId as for stop): rotates its token (the new one is shown once) and clears stopped (needs operate)."),
-    Tool("control_release_claim", "control", c.ReleaseClaimRequest,
+    Tool("control_release_claim", "control", "ReleaseClaimRequest",
          "Release any claim of the network, e.g. one held by a stuck instance (needs operate)."),
-    Tool("control_cancel_task", "control", c.CancelTaskRequest,
+    Tool("control_cancel_task", "control", "CancelTaskRequest",
          "Cancel a non-terminal task (needs delegate)."),
-    Tool("control_channel_send", "control", c.ChannelSendRequest,
+    Tool("control_channel_send", "control", "ChannelSendRequest",
          "Post a message into your conversation with your owner."),
-    Tool("control_channel_history", "control", c.ChannelHistoryRequest,
+    Tool("control_channel_history", "control", "ChannelHistoryRequest",
          "Read your conversation with your owner, oldest first."),
 )
 

@@ -176,6 +176,8 @@ def send(principal: Principal, channel_id: str, attempt: Send, content: Any, aud
             actions += closed
             if decision.close_reason == adapters.consulting.COMPLETE:
                 actions += peers.observe_actions(net, principal.agent, consults_answered=1)
+            actions.append(events.event_action(net, "channel", principal.actor, f"channel {channel_id} closed: "
+                                               f"{decision.close_reason}", channelId=channel_id, state="closed"))
         try:
             t.transact([_head_update(channel, decision.state, last, now, decision.close_reason), *actions])
         except t.TransactionCancelled:

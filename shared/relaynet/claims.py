@@ -344,8 +344,11 @@ def _release_where(net: str, wanted: Callable[[dict[str, Any]], bool]) -> int:
             now = clock.now_ms()
             if not is_active(item, now):
                 break
+            released_event = events.event_action(net, "claim", {"system": "router"}, f"claim {item['scope']} of "
+                                                 f"{item['holder'].get('agent')} released by the hub",
+                                                 claimId=item["id"], state="released")
             try:
-                t.transact(_move(net, item, now, released=True))
+                t.transact([*_move(net, item, now, released=True), released_event])
             except t.TransactionCancelled:  # renewed, released or moved meanwhile
                 item = t.get(*k.claim(net, c["id"]))
                 if item is None or not wanted(item):

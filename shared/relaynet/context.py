@@ -83,12 +83,15 @@ def search(principal: Principal, query: str, scope: str, channel_id: str | None,
             reasons = [h.get("reason", "") for h in task.get("history", []) if h.get("state") == "completed"]
             text = " \n".join([task.get("title", ""), task.get("objective", ""), *reasons])
             if query.lower() in text.lower():
-                results.append({"id": task["id"], "sender": task.get("creator"), "when": task["createdAt"],
+                creator = task.get("creator") or {}
+                results.append({"id": task["id"], "sender": creator.get("agent") or f"rep:{creator.get('representative')}",
+                                "when": task["createdAt"],
                                 "excerpt": excerpt(text, query)})
         for art in t.query(k.artifacts_index(net), index="GSI2", forward=False):
             text = " ".join([art.get("label", ""), art.get("uri", ""), art.get("type", "")])
             if query.lower() in text.lower():
-                results.append({"id": art["artifactId"], "sender": art.get("publisher"), "when": art["createdAt"],
+                results.append({"id": art["artifactId"], "sender": (art.get("publisher") or {}).get("agent"),
+                                "when": art["createdAt"],
                                 "excerpt": excerpt(text, query)})
     else:
         if not channel_id:

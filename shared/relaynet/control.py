@@ -5,6 +5,9 @@ network: ``observe`` < ``communicate`` < ``delegate`` < ``operate``, each includ
 before it. Every tool acts in one network: ``networkId`` if given, else the active network
 (``control_use_network``; the first granted network by default). No grant at all on a network is
 404 (it does not exist for this caller); too low a grant is 403.
+
+The claims, tasks, routing and messaging modules are imported inside the tools that use them
+(their handler files import them at init), so the other tools' Lambdas never load them.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import secrets
 from collections import Counter
 from typing import Any
 
-from relaynet import claims, clock, events, ids, routing, tasks
+from relaynet import clock, events, ids
 from relaynet.directory import agent_view, candidates, instance_view, load
 from relaynet.errors import InvalidArgument, NotFound, PermissionDenied
 from relaynet.identity import Principal, availability
@@ -90,6 +93,8 @@ def _all_tasks(net: str) -> list[dict[str, Any]]:
 def network_status(principal: Principal, network_id: str | None) -> dict[str, Any]:
     """control_network_status: counts of agents, instances by availability, tasks by state,
     active claims, open channels."""
+    from relaynet import claims
+
     _, p = scope(principal, network_id, "observe")
     d = load(p.network_id)
     now = clock.now_ms()
@@ -123,6 +128,8 @@ def find_agents(principal: Principal, network_id: str | None, resource_key: str 
 def list_tasks(principal: Principal, network_id: str | None, status: str | None, limit: int,
                cursor: str | None) -> dict[str, Any]:
     """control_list_tasks: task summaries, newest first (``cursor`` = the last id of a page)."""
+    from relaynet import tasks
+
     _, p = scope(principal, network_id, "observe")
     items = [i for i in _all_tasks(p.network_id) if (status is None or i["state"] == status)
              and (cursor is None or i["id"] < cursor)]
@@ -132,6 +139,8 @@ def list_tasks(principal: Principal, network_id: str | None, status: str | None,
 
 def task_status(principal: Principal, network_id: str | None, task_id: str) -> dict[str, Any]:
     """control_task_status: one task as network_task_get shows it."""
+    from relaynet import claims, tasks
+
     _, p = scope(principal, network_id, "observe")
     from relaynet.models.worker import TaskGetRequest
 
@@ -141,6 +150,8 @@ def task_status(principal: Principal, network_id: str | None, task_id: str) -> d
 def list_blocked(principal: Principal, network_id: str | None) -> dict[str, Any]:
     """control_list_blocked: ``{tasks, instances}``: blocked tasks, pending tasks nobody is
     eligible for, offline instances holding tasks."""
+    from relaynet import routing, tasks
+
     _, p = scope(principal, network_id, "observe")
     d = load(p.network_id)
     now = clock.now_ms()
@@ -181,11 +192,13 @@ def get_thread(principal: Principal, network_id: str | None, thread_id: str) -> 
 def graph(principal: Principal, network_id: str | None) -> dict[str, Any]:
     """control_get_graph: ``{nodes: [{id, kind, label}], edges: [{from, to, kind, label?}]}``.
 
-    Nodes: agents, instances, groups, resources. Edges: ``serves`` (instance -> agent),
+    Nodes: agents, instances, groups, resources (and representatives that delegated or asked). Edges: ``serves`` (instance -> agent),
     ``member`` (agent -> group), ``responsible`` (agent -> resource), ``delegated`` (creator agent ->
     target, one per pair with a count), ``claims`` (instance -> resource or ``scope``), ``asked``
     (sender -> recipient, from the event stream's recent messages).
     """
+    from relaynet import claims
+
     _, p = scope(principal, network_id, "observe")
     d = load(p.network_id)
     now = clock.now_ms()
@@ -215,9 +228,13 @@ def graph(principal: Principal, network_id: str | None) -> dict[str, Any]:
                       "kind": "claims", "label": c["scope"]})
     asks: Counter = Counter()
     for evt in events.recent(p.network_id, 100)["events"]:
-        if evt.get("kind") == "message" and evt.get("fromAgent") and evt.get("toName"):
-            asks[(f"agent:{evt['fromAgent']}", evt["toName"])] += 1
+        sender = evt.get("fromAgent") or ""
+        if evt.get("kind") == "message" and sender and evt.get("toName"):
+            source = f"representative:{sender[4:]}" if sender.startswith("rep:") else f"agent:{sender}"
+            asks[(source, evt["toName"])] += 1
     edges += [{"from": s, "to": dst, "kind": "asked", "label": str(n)} for (s, dst), n in sorted(asks.items())]
+    reps = sorted({end for e in edges for end in (e["from"], e["to"]) if end.startswith("representative:")})
+    nodes += [{"id": r, "kind": "representative", "label": r.split(":", 1)[1]} for r in reps]
     return {"nodes": nodes, "edges": edges}
 
 
@@ -226,7 +243,8 @@ def mermaid(g: dict[str, Any]) -> str:
     def nid(raw: str) -> str:
         return "n_" + "".join(c if c.isalnum() else "_" for c in raw)
 
-    shapes = {"agent": ("[", "]"), "instance": ("(", ")"), "group": ("{{", "}}"), "resource": ("[(", ")]")}
+    shapes = {"agent": ("[", "]"), "instance": ("(", ")"), "group": ("{{", "}}"), "resource": ("[(", ")]"),
+              "representative": ("[/", "/]")}
     lines = ["flowchart LR"]
     known = set()
     for n in g["nodes"]:
@@ -274,6 +292,8 @@ def stop_agent(principal: Principal, network_id: str | None, instance_id: str,
                confirmation_id: str | None) -> dict[str, Any]:
     """control_stop_agent, two steps. Step two revokes the token, marks the instance stopped,
     releases its claims and returns every non-terminal task offered or assigned to it to pending."""
+    from relaynet import claims, tasks
+
     rep, p = scope(principal, network_id, "operate")
     net = p.network_id
     inst = _instance(net, instance_id)
@@ -330,6 +350,7 @@ def launch_agent(principal: Principal, network_id: str | None, agent: str) -> di
 
 def release_claim(principal: Principal, network_id: str | None, claim_id: str) -> dict[str, Any]:
     """control_release_claim: any claim of the network; the result as network_release."""
+    from relaynet import claims
     from relaynet.models.worker import ReleaseRequest
 
     _, p = scope(principal, network_id, "operate")
@@ -338,6 +359,7 @@ def release_claim(principal: Principal, network_id: str | None, claim_id: str) -
 
 def cancel_task(principal: Principal, network_id: str | None, task_id: str, reason: str | None) -> dict[str, Any]:
     """control_cancel_task: ``{task}`` after cancelling a non-terminal task (409 when terminal)."""
+    from relaynet import claims, tasks
     from relaynet.models.worker import TaskUpdateRequest
 
     _, p = scope(principal, network_id, "delegate")
@@ -389,6 +411,7 @@ def reply(principal: Principal, req) -> dict[str, Any]:
 
 def delegate(principal: Principal, req) -> dict[str, Any]:
     """control_delegate: as network_delegate, created by the representative (needs delegate)."""
+    from relaynet import tasks
     from relaynet.models.worker import DelegateRequest
 
     _, p = scope(principal, req.networkId, "delegate")

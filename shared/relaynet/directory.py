@@ -7,15 +7,17 @@ Query reads the whole directory: :func:`load`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from relaynet import clock
 from relaynet.errors import NotFound
 from relaynet.identity import Principal, availability, status
-from relaynet.models.worker import DiscoverRequest, RegisterCapabilitiesRequest
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import keys as k
 from relaynet.store import table as t
+
+if TYPE_CHECKING:  # annotations only: the sweep and the authorizer load no pydantic models
+    from relaynet.models.worker import DiscoverRequest, RegisterCapabilitiesRequest
 
 _AVAILABILITY_RANK = {"available": 0, "working": 1, "offline": 2, "stopped": 3}
 

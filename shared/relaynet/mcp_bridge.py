@@ -308,13 +308,14 @@ class Bridge:
             await anyio.sleep(min(err.retry_after if err.retry_after is not None else 1.0, MAX_IN_PROGRESS_WAIT))
         return await client.call(name, arguments, idempotency_key=key)
 
-    async def _wait_if_asked(self, name: str, args: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    async def _wait_if_asked(self, name: str, args: dict[str, Any], result: dict[str, Any],
+                             started: float) -> dict[str, Any]:
         """The plugin surface's blocking calls (PROTOCOL.md 5): ``delegate`` and ``tasks`` ``wait``
         hold until done or their ``timeout`` (default 300 s), calling the API again as needed,
         since one server-side wait lasts at most 20 s."""
         if self.surface != "plugin" or not (name == "delegate" or (name == "tasks" and args.get("action") == "wait")):
             return result
-        deadline = anyio.current_time() + float(args.get("timeout", 300))
+        deadline = started + float(args.get("timeout", 300))  # the first call's own wait counts
         client = self._get_client()
         if name == "tasks":
             while not result.get("done") and anyio.current_time() < deadline:
@@ -341,9 +342,10 @@ class Bridge:
         if problem:
             return _text_result(problem, is_error=True)
         args = dict(arguments or {})
+        started = anyio.current_time()
         try:
             result = await self.relay(name, args)
-            result = await self._wait_if_asked(name, args, result)
+            result = await self._wait_if_asked(name, args, result, started)
         except ApiError as err:
             return _text_result(format_error(err), is_error=True)
         except httpx.InvalidURL as exc:

@@ -45,15 +45,17 @@ import json
 import logging
 import random
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from relaynet import clock, events, ids
 from relaynet.errors import Conflict, NotFound, PermissionDenied, RateLimited, RelaynetError
 from relaynet.identity import Principal, current_request_key
-from relaynet.models.worker import AskRequest, ReplyRequest
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import keys as k
 from relaynet.store import table as t
+
+if TYPE_CHECKING:  # annotations only: the sweep loads no pydantic models
+    from relaynet.models.worker import AskRequest, ReplyRequest
 
 logger = logging.getLogger("relaynet.messaging")
 

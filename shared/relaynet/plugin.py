@@ -1,18 +1,18 @@
 """The plugin surface's action tools (PROTOCOL.md 5.5 to 5.8) and channel-level tools (5.2, 5.3):
-argument checks per action, then one call into the domain module that owns the object."""
+argument checks per action, then one call into the domain module that owns the object.
+
+Each tool imports its domain module itself (its handler file does so at init), so a Lambda loads
+only its own tool's modules."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from relaynet import channels, consult, context, peers, tasks
-from relaynet.adapters import Send
 from relaynet.config import settings
 from relaynet.errors import InvalidArgument
 from relaynet.identity import Principal
 from relaynet.models import plugin as m
-from relaynet.models.worker import TaskUpdateRequest
 from relaynet.taskstate import TERMINAL
 
 WAIT_POLL_SECONDS = 0.5
@@ -20,12 +20,18 @@ WAIT_POLL_SECONDS = 0.5
 
 def say(principal: Principal, req: m.SayRequest) -> dict[str, Any]:
     """say: ``{envelope_id, seq, channel_state}``."""
+    from relaynet import channels
+    from relaynet.adapters import Send
+
     out = channels.send(principal, req.channel_id, Send(sender=principal.agent, tool="say"), req.content, req.audience)
     return {key: out[key] for key in ("envelope_id", "seq", "channel_state")}
 
 
 def handoff(principal: Principal, req: m.HandoffRequest) -> dict[str, Any]:
     """handoff: ``{envelope_id, seq, next_speaker, channel_state}``; ``reason`` needs ``finish``."""
+    from relaynet import channels
+    from relaynet.adapters import Send
+
     if req.reason is not None and req.finish is None:
         raise InvalidArgument.field("reason", "only meaningful with finish")
     attempt = Send(sender=principal.agent, tool="handoff", target=req.target, finish=req.finish, reason=req.reason,
@@ -39,11 +45,15 @@ def handoff(principal: Principal, req: m.HandoffRequest) -> dict[str, Any]:
 
 def delegate(principal: Principal, req: m.ConsultRequest) -> dict[str, Any]:
     """delegate: ``{channel_id, state, reply}`` (see relaynet.consult)."""
+    from relaynet import consult
+
     return consult.delegate(principal, req)
 
 
 def peers_tool(principal: Principal, req: m.PeersRequest) -> dict[str, Any]:
     """peers ``find`` | ``describe``."""
+    from relaynet import peers
+
     if req.action == "describe":
         m.require(req, "name")
         return peers.describe(principal, req.name)
@@ -52,6 +62,8 @@ def peers_tool(principal: Principal, req: m.PeersRequest) -> dict[str, Any]:
 
 def channels_tool(principal: Principal, req: m.ChannelsRequest) -> dict[str, Any]:
     """channels ``list`` | ``open`` | ``info`` | ``close``."""
+    from relaynet import channels
+
     if req.action == "list":
         return channels.list_channels(principal, req.state or "active", req.limit)
     if req.action == "open":
@@ -67,6 +79,9 @@ def channels_tool(principal: Principal, req: m.ChannelsRequest) -> dict[str, Any
 def tasks_tool(principal: Principal, req: m.TasksRequest, on_terminal=None) -> dict[str, Any]:
     """tasks ``progress`` | ``complete`` | ``list`` | ``status`` | ``wait`` | ``cancel`` on the
     worker surface's tasks. ``on_terminal`` releases a finished task's claims."""
+    from relaynet import tasks
+    from relaynet.models.worker import TaskUpdateRequest
+
     if req.action == "list":
         return tasks.list_for(principal, req.scope or "own", req.state or "active", req.limit)
     m.require(req, "task_id")
@@ -87,6 +102,8 @@ def tasks_tool(principal: Principal, req: m.TasksRequest, on_terminal=None) -> d
 def wait(principal: Principal, task_id: str, timeout_s: int) -> dict[str, Any]:
     """tasks ``wait``: the summary once terminal, or ``{done: false}`` after at most
     ``min(timeout, RELAYNET_MAX_WAIT_SECONDS)``. An unknown id is 404 at once."""
+    from relaynet import tasks
+
     deadline = time.monotonic() + min(timeout_s, settings().max_wait)
     while True:
         task = tasks.load_task(principal.network_id, task_id)
@@ -99,6 +116,8 @@ def wait(principal: Principal, task_id: str, timeout_s: int) -> dict[str, Any]:
 
 def context_tool(principal: Principal, req: m.ContextRequest) -> dict[str, Any]:
     """context ``search`` | ``quote``."""
+    from relaynet import context
+
     if req.action == "search":
         m.require(req, "query")
         return context.search(principal, req.query, req.scope or "channel", req.channel_id, req.limit)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from relaynet import clock, events, ids, peers
 from relaynet import routing
@@ -27,11 +27,13 @@ from relaynet.directory import Directory, load
 from relaynet.errors import InvalidArgument, InvalidTransition, NotFound, PermissionDenied
 from relaynet.identity import Principal
 from relaynet.messaging import mailbox_entry, message_item, new_message, thread_meta
-from relaynet.models.worker import DelegateRequest, TaskGetRequest, TaskUpdateRequest
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import keys as k
 from relaynet.store import table as t
 from relaynet.taskstate import HELD, REASON_REQUIRED, TERMINAL, allowed_from, decide
+
+if TYPE_CHECKING:  # annotations only: the sweep loads no pydantic models
+    from relaynet.models.worker import DelegateRequest, TaskGetRequest, TaskUpdateRequest
 
 ROUTER = {"system": "router"}
 SUMMARY_FIELDS = ("id", "title", "state", "creator", "target", "assignee", "resource", "createdAt", "updatedAt")
@@ -449,6 +451,8 @@ def cancel(principal: Principal, network_id: str, task_id: str, reason: str | No
            on_terminal: Callable[[str, str], Any] | None = None) -> dict[str, Any]:
     """control_cancel_task (PROTOCOL.md 6): a representative (whose grant the caller checked)
     cancels a non-terminal task of ``network_id``. Returns ``{task}``; errors as :func:`update`."""
+    from relaynet.models.worker import TaskUpdateRequest
+
     return update(principal, TaskUpdateRequest(taskId=task_id, status="cancelled", reason=reason),
                   on_terminal=on_terminal, network_id=network_id)
 

@@ -236,3 +236,20 @@ def test_a_workflow_made_by_ag2_runs_writer_then_reviewer_then_finish(net):
     info = channels.info(alice, ch)
     assert info["channel"]["close_reason"] == "approved"
     assert [e["event_type"] for e in info["envelopes"]] == ["opened", "packet", "packet", "closed"]
+
+
+def test_a_workflow_without_max_turns_keeps_handing_off(net):
+    """AG2's round_robin without a turn cap writes ``max_turns: null``; the stored graph drops the
+    null, and handoffs must still route (a regression: it used to fail with a KeyError)."""
+    from ag2.network.transitions import TransitionGraph
+
+    from relaynet import plugin
+    from relaynet.models.plugin import HandoffRequest
+
+    alice, bob = net.principals["alice0"], net.principals["bob0"]
+    graph = TransitionGraph.round_robin(["alice", "bob"]).to_dict()
+    assert graph["max_turns"] is None
+    ch = channels.open_channel(alice, "workflow", ["bob"], {"graph": graph}, None, None, None)["channel_id"]
+    for who, nxt in ((alice, "bob"), (bob, "alice"), (alice, "bob")):
+        assert plugin.handoff(who, HandoffRequest(channel_id=ch, content="turn"))["next_speaker"] == nxt
+    assert plugin.handoff(bob, HandoffRequest(channel_id=ch, target="bob"))["next_speaker"] == "bob"

@@ -103,6 +103,8 @@ class Workflow:
     tool = "handoff"
 
     def initial_state(self, participants: list[str], knobs: dict[str, Any]) -> dict[str, Any]:
+        """The folded state. Optional values (``max_turns``, ``expected``) may be absent rather
+        than null once stored (the table drops nulls), so they are read with ``.get``."""
         at_least(participants, 2, self.type)
         unknown = set(knobs) - {"graph", "context_vars"}
         if unknown:
@@ -118,8 +120,8 @@ class Workflow:
         refused = wrong_tool(self, state, send)
         if refused:
             return refused
-        if send.sender != state["expected"]:
-            return refuse(state, NOT_YOUR_TURN, f"it is {state['expected']}'s turn")
+        if send.sender != state.get("expected"):
+            return refuse(state, NOT_YOUR_TURN, f"it is {state.get('expected')}'s turn")
         new = {**state, "context": {**state["context"], **send.context}, "turns": state["turns"] + 1}
         graph = state["graph"]
         if send.finish is not None:
@@ -134,7 +136,7 @@ class Workflow:
         new["expected"] = nxt
         if nxt is None:
             return Decision(state=new, close_reason=reason)
-        if graph["max_turns"] is not None and new["turns"] >= graph["max_turns"]:
+        if graph.get("max_turns") is not None and new["turns"] >= graph["max_turns"]:
             return Decision(state=new, close_reason="max_turns")
         return Decision(state=new)
 

@@ -149,6 +149,7 @@ class ToolApp:
 
     def __init__(self, name: str, *, actions: Iterable[str]):
         self.tool = catalogue.TOOLS[name]
+        self.tool.model.model_rebuild()  # its validator now, at init (request models defer_build)
         self.actions = table.check_actions(actions)
         self.app = make_resolver()
         self._idempotency = None
@@ -176,7 +177,7 @@ class ToolApp:
         principal: Principal = self.app.context["principal"]
         want = "representative" if self.tool.surface == "control" else "instance"
         if principal.kind != want:
-            raise PermissionDenied(f"a {principal.kind} token may not call {self.tool.name}")
+            raise PermissionDenied(f"{principal.kind} tokens may not call {self.tool.name} (the {self.tool.surface} surface)")
         return principal
 
     def once(self, request: Any, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -27,9 +27,11 @@ def _non_blank(value: str) -> str:
 
 class Request(BaseModel):
     """Base of every tool's arguments: unknown names are 400, types are strict (``"60"`` or
-    ``true`` is not a number: PROTOCOL.md 2), whitespace is kept as sent."""
+    ``true`` is not a number: PROTOCOL.md 2), whitespace is kept as sent. Validators are built on
+    first use (``defer_build``): a Lambda builds only its own tool's model (ToolApp does at import),
+    not the other 41."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=False, strict=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=False, strict=True, defer_build=True)
 
 
 Name = Annotated[str, Field(pattern=NAME_PATTERN, description="An agent name or group slug: ^[a-z][a-z0-9_-]{0,63}$")]

@@ -99,7 +99,7 @@ class LaunchRequest(ControlRequest):
 
 
 class TwoStepRequest(ControlRequest):
-    """control_stop_agent / control_restart_agent: without confirmationstep one."""
+    """control_stop_agent / control_restart_agent: without ``confirmationId`` step one, with it step two."""
 
     instanceId: InstanceId
     confirmationId: Optional[Annotated[str, Field(min_length=1, max_length=80)]] = None

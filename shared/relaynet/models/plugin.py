@@ -50,7 +50,7 @@ class HandoffRequest(Request):
 class ConsultRequest(Request):
     """delegate (PROTOCOL.md 5.4): a one-shot consult that waits for the reply."""
 
-    target: Name
+    target: Annotated[Name, Field(description="The agent to consult (an agent name, not a group)")]
     prompt: Body
     capability: Optional[Annotated[str, Field(min_length=1, max_length=64)]] = None
     timeout: Timeout = 300
