@@ -23,9 +23,14 @@ tools
       meter's hooks: what the Lambda would spend outside DynamoDB, on this machine (botocore's
       request building and response parsing included).
 
+    - idem: how many of those requests were on powertools' Idempotency-Key record (the
+      in-progress PutItem and the completing UpdateItem of a creating write sent with a key, as
+      the SDK and the MCP bridge always do).
+
     Each row names its target: a read tool (its typical call writes nothing) at most 1 request;
     a write tool touching one object at most 2; tools that write several objects by design
-    (listed in :data:`MULTI_OBJECT` with the reason) have no request target.
+    (listed in :data:`MULTI_OBJECT` with the reason) have no request target. "(key)" marks a
+    row that would meet it without the idempotency record's requests.
 
 init
     For every function module in functions/: the import of the handler file plus its DynamoDB
@@ -33,7 +38,12 @@ init
     container), timed inside a fresh ``python -c`` interpreter (interpreter start-up excluded),
     median of ``--inits`` interpreters, as a ratio to ``import boto3; boto3.client("dynamodb")``
     timed the same way in the same run (rounds interleave the baseline with the functions, so
-    drift of a shared machine hits both). Target: at most 1.3.
+    drift of a shared machine hits both). Target: at most 1.3. The project's modules compile from
+    source (``PYTHONDONTWRITEBYTECODE``; as in Lambda, see below), installed packages load their
+    .pyc. Also reported, not targets: the *framework floor* (the baseline plus powertools' HTTP
+    resolver with validation and pydantic, which every tool's Lambda loads before relaynet), and
+    a few functions without any .pyc (how ``sam build`` ships the layer: its python builder unpacks
+    wheels without compiling and excludes ``*.pyc``) and with .pyc for everything.
 
 scale
     - network_claim through its handler against 0, 100 and 1,000 active claims of the same
@@ -56,7 +66,6 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
@@ -152,14 +161,31 @@ class Cpu:
         cls.spans = {}
 
 
+IDEMPOTENCY_PK = "idempotency#relaynet"  # powertools' records (relaynet.http.idempotency)
+
+
 class TimedMeter(rpt.Meter):
-    """requests_per_tool's Meter, its hooks' CPU time kept out of the handler's."""
+    """requests_per_tool's Meter, its hooks' CPU time kept out of the handler's; also counts the
+    requests on powertools' idempotency records (``idem``: by entry point)."""
+
+    def __init__(self, client: Any, raw: Any):
+        self.idem: Counter = Counter()
+        super().__init__(client, raw)
+
+    def reset(self) -> None:
+        super().reset()
+        self.idem = Counter()
 
     def _before(self, *args: Any, **kwargs: Any) -> None:
         start = time.process_time()
         Cpu.depth += 1
         try:
             super()._before(*args, **kwargs)
+            params = kwargs.get("params") or {}
+            key = params.get("Item") or params.get("Key") or {}
+            if (key.get("PK") or {}).get("S") == IDEMPOTENCY_PK:
+                decl = self._table.current_declaration()
+                self.idem[decl.owner if decl else "-"] += 1
         finally:
             Cpu.depth -= 1
             Cpu.hooks += time.process_time() - start
@@ -245,7 +271,7 @@ def bench_tools(calls: int, log: Callable[[str], None]) -> dict[str, dict[str, A
                 step.run()
                 continue
             snap = Snapshot()
-            reqs, rrus, wrus, cpus, ops_seen = [], [], [], [], []
+            reqs, rrus, wrus, cpus, ops_seen, idems = [], [], [], [], [], []
             n_calls = 0
             for _ in range(calls):
                 snap.restore()
@@ -256,12 +282,13 @@ def bench_tools(calls: int, log: Callable[[str], None]) -> dict[str, dict[str, A
                 spans = Cpu.take(step.tool)
                 n_calls = len(spans)
                 reqs.append(use.requests)
+                idems.append(meter.idem.get(step.tool, 0))
                 rrus.append(use.rru)
                 wrus.append(use.wru)
                 cpus.append(sum(spans))
                 ops_seen.append(tuple(sorted(use.ops.items())))
             ops = Counter(ops_seen).most_common(1)[0][0]
-            out[tool] = {"requests": num(med(reqs)), "rcu": num(med(rrus)), "wcu": num(med(wrus)),
+            out[tool] = {"requests": num(med(reqs)), "idempotency_requests": num(med(idems)), "rcu": num(med(rrus)), "wcu": num(med(wrus)),
                          "cpu_ms": round(med(cpus) * 1000, 2), "call": step.label, "handler_calls": n_calls,
                          "ops": dict(ops), "writes": any(op in WRITE_OPS for op, _n in ops)}
             log(f"  {tool:<32} {out[tool]['requests']:>3} requests  {out[tool]['cpu_ms']:>7.2f} ms cpu"
@@ -272,6 +299,7 @@ def bench_tools(calls: int, log: Callable[[str], None]) -> dict[str, dict[str, A
         else:
             row["target"] = WRITE_TARGET if row["writes"] else READ_TARGET
             row["met"] = row["requests"] <= row["target"]
+            row["met_without_idempotency_key"] = row["requests"] - row["idempotency_requests"] <= row["target"]
     return {tool: out[tool] for tool in wanted}
 
 
@@ -279,6 +307,14 @@ def bench_tools(calls: int, log: Callable[[str], None]) -> dict[str, dict[str, A
 
 INIT_PRELUDE = "import sys, time, importlib.util\n"
 BASELINE_CODE = "t0 = time.perf_counter()\nimport boto3\nboto3.client('dynamodb')\n"
+#: Not a target: what every tool's Lambda loads before any relaynet code (ToolApp's framework:
+#: powertools' HTTP resolver with request validation, which brings pydantic), for the report.
+FLOOR_CODE = BASELINE_CODE + """from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from aws_lambda_powertools.event_handler.openapi.params import Body
+APIGatewayHttpResolver(enable_validation=True)
+"""
+FLOOR = "(framework floor)"
 FUNCTION_CODE = """sys.path[:0] = [{functions!r}, {shared!r}]
 spec = importlib.util.spec_from_file_location({name!r}, {path!r})
 mod = importlib.util.module_from_spec(spec)
@@ -292,19 +328,58 @@ INIT_EPILOGUE = "print(repr((time.perf_counter() - t0) * 1000))\n"
 
 
 def init_code(stem: str | None) -> str:
+    if stem == FLOOR:
+        return INIT_PRELUDE + FLOOR_CODE + INIT_EPILOGUE
     body = BASELINE_CODE if stem is None else FUNCTION_CODE.format(
         functions=str(FUNCTIONS), shared=str(ROOT / "shared"), name=f"fn_{stem}", path=str(FUNCTIONS / f"{stem}.py"))
     return INIT_PRELUDE + body + INIT_EPILOGUE
 
 
-def run_init(stem: str | None) -> float:
-    env = {**os.environ, **ENV}
+def run_init(stem: str | None, pycache_prefix: str | None = None) -> float:
+    """One fresh interpreter. Byte code: the project's modules compile from source (no .pyc is
+    written), installed packages load their .pyc; with ``pycache_prefix``, .pyc are looked up (only)
+    there."""
+    env = {**os.environ, **ENV, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("PYTHONPATH", None)
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    if pycache_prefix:
+        env["PYTHONPYCACHEPREFIX"] = pycache_prefix
     res = subprocess.run([sys.executable, "-c", init_code(stem)], env=env, cwd=str(ROOT),
                          capture_output=True, text=True, timeout=120)
     if res.returncode:
         raise RuntimeError(f"init of {stem or 'baseline'} failed: {res.stderr[-2000:]}")
     return float(res.stdout.strip().splitlines()[-1])
+
+
+#: Functions measured again under the other two byte-code conditions (see :func:`bench_init_bytecode`).
+BYTECODE_SAMPLE = (None, FLOOR, "authorizer", "sweep", "network_claim", "control_whoami", "channels")
+
+
+def bench_init_bytecode(rounds: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """A few functions without any .pyc (how ``sam build``'s python builder ships the layer: it
+    unpacks wheels without compiling them and copies sources excluding ``*.pyc``, and /opt is
+    read-only, so every cold start compiles every module) and with .pyc for everything (a
+    layer compiled at build time)."""
+    import tempfile
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="relaynet-bench-pyc-") as empty, \
+            tempfile.TemporaryDirectory(prefix="relaynet-bench-pyc-") as full:
+        for stem in BYTECODE_SAMPLE:  # fill ``full`` with the .pyc of everything they import
+            env = {**os.environ, **ENV, "PYTHONPYCACHEPREFIX": full}
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env.pop("PYTHONPATH", None)
+            subprocess.run([sys.executable, "-c", init_code(stem)], env=env, cwd=str(ROOT), capture_output=True,
+                           check=True, timeout=120)
+        for label, prefix in (("no_pyc", empty), ("all_pyc", full)):
+            times: dict[str, list[float]] = {}
+            for _ in range(rounds):
+                for stem in BYTECODE_SAMPLE:
+                    times.setdefault(stem or "baseline", []).append(run_init(stem, prefix))
+            ms = {name: round(med(v), 1) for name, v in times.items()}
+            out[label] = {"ms": ms, "ratio": {n: round(v / ms["baseline"], 3) for n, v in ms.items()}}
+            log(f"  {label}: {ms}")
+    return out
 
 
 def bench_init(rounds: int, log: Callable[[str], None]) -> dict[str, Any]:
@@ -316,14 +391,15 @@ def bench_init(rounds: int, log: Callable[[str], None]) -> dict[str, Any]:
     times: dict[str, list[float]] = {"baseline": []}
     started = time.perf_counter()
     for r in range(rounds):
-        for stem in [None, *stems]:
+        for stem in [None, FLOOR, *stems]:
             times.setdefault(stem or "baseline", []).append(run_init(stem))
         log(f"  round {r + 1}/{rounds}: baseline {times['baseline'][-1]:.0f} ms ({time.perf_counter() - started:.0f} s)")
     base = med(times["baseline"])
     ms = {name: round(med(v), 1) for name, v in times.items()}
     ratio = {stem: round(ms[stem] / base, 3) for stem in stems}
     return {"baseline_ms": ms["baseline"], "ms": {s: ms[s] for s in stems}, "ratio": ratio,
-            "baseline_samples": [round(x, 1) for x in times["baseline"]]}
+            "framework_floor_ms": ms[FLOOR], "framework_floor_ratio": round(ms[FLOOR] / base, 3),
+            "samples_ms": {name: [round(x, 1) for x in v] for name, v in times.items()}}
 
 
 # --------------------------------------------------------------------------- scale
@@ -402,12 +478,10 @@ def scale_claims(sizes: list[int], calls: int, log: Callable[[str], None]) -> li
 
 def scale_sweep(sizes: list[int], log: Callable[[str], None]) -> list[dict[str, Any]]:
     """One sweep run (batch 500) over ``n`` pending tasks, due and parked."""
-    import boto3  # noqa: F401
     from moto import mock_aws
 
     import bench_sweep
     from relaynet import clock, sweep
-    from relaynet.store import table as t
 
     Cpu.install()
     rows = []
@@ -502,16 +576,23 @@ def report(results: dict[str, Any]) -> str:
             "ReturnConsumedCapacity is a placeholder.")
         add("   cpu ms = the tool handler's own CPU (process_time), moto's and the meter's excluded; "
             "authorizer not counted.")
-        add(f"{'tool':<30} {'call':<44} {'req':>4} {'RCU':>6} {'WCU':>6} {'cpu ms':>7}  {'target':<8} requests by operation")
+        add("   idem = requests on powertools' Idempotency-Key record (in-progress PutItem, completing UpdateItem), "
+            "included in req.")
+        add(f"{'tool':<30} {'call':<44} {'req':>4} {'idem':>4} {'RCU':>6} {'WCU':>6} {'cpu ms':>7}  {'target':<20} "
+            "requests by operation")
         for tool, row in tools.items():
             target = "-" if row["target"] is None else f"<={row['target']} {verdict(row['met'])}"
+            if row["met"] is False and row["met_without_idempotency_key"]:
+                target += " (key)"
             ops = ", ".join(f"{op} {n}" for op, n in sorted(row["ops"].items()))
             label = row["call"] if len(row["call"]) <= 44 else row["call"][:41] + "..."
-            add(f"{tool:<30} {label:<44} {row['requests']:>4g} {row['rcu']:>6g} {row['wcu']:>6g} "
-                f"{row['cpu_ms']:>7.2f}  {target:<12} {ops}")
+            add(f"{tool:<30} {label:<44} {row['requests']:>4g} {row['idempotency_requests']:>4g} {row['rcu']:>6g} "
+                f"{row['wcu']:>6g} {row['cpu_ms']:>7.2f}  {target:<20} {ops}")
         total = sum(1 for r in tools.values() if r["met"] is not None)
         met = sum(1 for r in tools.values() if r["met"])
-        add(f"request targets met: {met} of {total}; no request target (several objects by design):")
+        keyed = sum(1 for r in tools.values() if r["met"] is False and r.get("met_without_idempotency_key"))
+        add(f"request targets met: {met} of {total}; {keyed} more would be without the Idempotency-Key record's "
+            "requests (marked (key)); no request target (several objects by design):")
         for k, v in MULTI_OBJECT.items():
             if k in tools:
                 add(f"  {k}: {v}")
@@ -525,9 +606,23 @@ def report(results: dict[str, Any]) -> str:
         rows = [items[i:i + cols] for i in range(0, len(items), cols)]
         for r in rows:
             add("  ".join(f"{stem:<29}{init['ms'][stem]:>6.0f} ms {ratio:>5.2f}x" for stem, ratio in r))
+        if "framework_floor_ms" in init:
+            add(f"framework floor (not a function: boto3 client + powertools' validating HTTP resolver and pydantic, "
+                f"what every tool's Lambda loads before relaynet): {init['framework_floor_ms']:.0f} ms "
+                f"{init['framework_floor_ratio']:.2f}x")
         over = [s for s, r in init["ratio"].items() if r > INIT_TARGET]
         add(f"target <= {INIT_TARGET}x: met by {len(init['ratio']) - len(over)} of {len(init['ratio'])}"
             + (f"; over: {len(over)} (median ratio of those {med([init['ratio'][s] for s in over]):.2f}x)" if over else ""))
+        bc = init.get("bytecode")
+        if bc:
+            names = ["baseline", FLOOR] + [s for s in BYTECODE_SAMPLE if s not in (None, FLOOR)]
+            add("byte code (above: relaynet compiled from source at import, installed packages from their .pyc); "
+                "ms and ratio, median of 3:")
+            add(f"  {'':<36}" + "".join(f"{n:>20}" for n in names))
+            for label, text in (("no_pyc", "no .pyc at all (as sam build ships)"),
+                                ("all_pyc", ".pyc for everything (compiled layer)")):
+                row = bc[label]
+                add(f"  {text:<36}" + "".join(f"{row['ms'][n]:>12.0f} {row['ratio'][n]:>5.2f}x " for n in names))
     scale = results.get("scale")
     if scale:
         add("")
@@ -607,6 +702,7 @@ def main(argv: list[str] | None = None) -> int:
     if "init" in sections:
         log("cold init ...")
         init = bench_init(args.inits, log)
+        init["bytecode"] = bench_init_bytecode(1 if args.quick else 3, log)
         results["cold_init"] = init
         results["cold_init_ratio"] = init["ratio"]
     if "scale" in sections:

@@ -140,9 +140,10 @@ def _due(channel: dict[str, Any], state: dict[str, Any]) -> int:
 
 
 def send(principal: Principal, channel_id: str, attempt: Send, content: Any, audience: list[str] | None = None,
-         event_type: str = "text") -> dict[str, Any]:
+         event_type: str = "text", head: dict[str, Any] | None = None) -> dict[str, Any]:
     """Post an envelope if the adapter allows it. Returns ``{envelope_id, seq, channel_state,
-    next_speaker}``.
+    next_speaker}``. ``head``: the channel head as the caller just wrote it, used instead of
+    reading it for the first attempt (a stale one fails the head's condition and is read again).
 
     Raises NotFound, PermissionDenied (non-participant), InvalidArgument (audience or handoff
     target not a participant), Conflict ``channel_closed`` | ``not_your_turn`` | ``wrong_tool``.
@@ -150,7 +151,8 @@ def send(principal: Principal, channel_id: str, attempt: Send, content: Any, aud
     net = principal.network_id
     for _ in range(_MAX_RACES):
         now = clock.now_ms()
-        channel = load_channel(net, channel_id)
+        channel = head if head is not None else load_channel(net, channel_id)
+        head = None
         _participant(channel, principal)
         members = names(channel)
         bad = [n for n in (audience or []) if n not in members]
@@ -241,7 +243,8 @@ def open_channel(principal: Principal, channel_type: str, targets: list[str], kn
         a = adapters.adapter(channel_type)
         try:
             seeded = send(principal, ch_id, Send(sender=principal.agent, tool=a.tool), message,
-                          event_type="text" if a.tool == "say" else "packet")
+                          event_type="text" if a.tool == "say" else "packet",
+                          head=t.decode(t.encode(head)))  # as a read would return it: no second read
         except Conflict as exc:
             close(principal, ch_id, reason="seed_failed")
             raise Conflict("seed_failed", f"the channel was opened but its first message was refused "
@@ -288,13 +291,17 @@ def info(principal: Principal, channel_id: str) -> dict[str, Any]:
     """channels ``info`` (participants only): ``{channel, next_speaker, your_tools, envelopes}``
     with the last 20 envelopes, oldest first."""
     net = principal.network_id
-    channel = load_channel(net, channel_id)
+    # one Query: descending, the head (``HEAD`` sorts after ``ENV#``) and then the newest envelopes
+    items = t.query(k.channel_pk(net, channel_id), forward=False, limit=ENVELOPES_IN_INFO + 1)
+    if not items or items[0]["SK"] != k.channel_head(net, channel_id)[1]:
+        raise NotFound(f"no channel {channel_id!r} in this network")
+    channel = items[0]
     _participant(channel, principal)
     now = clock.now_ms()
     active = effective_state(channel, now) == "active"
     a = _adapter(channel)
     state = channel["adapter_state"]
-    envs = t.query(k.channel_pk(net, channel_id), sk_prefix="ENV#", forward=False, limit=ENVELOPES_IN_INFO)
+    envs = [i for i in items[1:] if i["SK"].startswith("ENV#")]
     visible = [e for e in reversed(envs) if not e.get("audience") or principal.agent in e["audience"]
                or e.get("sender") == principal.agent]
     return {"channel": view(channel, now), "next_speaker": a.next_speaker(state) if active else None,
@@ -320,9 +327,23 @@ def list_channels(principal: Principal, state: str = "active", limit: int = 20) 
 
 def reply_text(net: str, channel_id: str) -> str | None:
     """The respondent's reply in a consulting channel, or None while it has not come."""
-    envs = t.query(k.channel_pk(net, channel_id), sk_prefix="ENV#")
+    return _reply_of(t.query(k.channel_pk(net, channel_id), sk_prefix="ENV#"))
+
+
+def _reply_of(envs: list[dict[str, Any]]) -> str | None:
     texts = [e for e in envs if e.get("event_type") == "text"]
     return texts[1]["content"] if len(texts) >= 2 else None
+
+
+def head_and_reply(net: str, channel_id: str) -> tuple[dict[str, Any], str | None]:
+    """:func:`load_channel` and :func:`reply_text` in one strongly consistent Query of the
+    channel's partition (its head sorts after its envelopes). NotFound as load_channel."""
+    items = t.query(k.channel_pk(net, channel_id))
+    head_sk = k.channel_head(net, channel_id)[1]
+    head = next((i for i in items if i["SK"] == head_sk), None)
+    if head is None:
+        raise NotFound(f"no channel {channel_id!r} in this network")
+    return head, _reply_of([i for i in items if i["SK"].startswith("ENV#")])
 
 
 def sweep(now_ms: int | None = None, batch: int = 500) -> dict[str, int]:

@@ -20,13 +20,14 @@ POLL_SECONDS = 0.25
 
 
 def wait_for_reply(net: str, channel_id: str, seconds: float) -> tuple[str, str | None]:
-    """Poll the channel head until it is no longer active or ``seconds`` pass: (state, reply)."""
+    """Poll the channel head until it is no longer active or ``seconds`` pass: (state, reply).
+    Each poll is one Query (the head and the envelopes), so the last one needs no second read."""
     deadline = time.monotonic() + max(0.0, seconds)
     while True:
-        head = channels.load_channel(net, channel_id)
+        head, reply = channels.head_and_reply(net, channel_id)
         state = channels.effective_state(head, clock.now_ms())
         if state != "active" or time.monotonic() >= deadline:
-            return state, channels.reply_text(net, channel_id)
+            return state, reply
         time.sleep(min(POLL_SECONDS, max(0.0, deadline - time.monotonic())))
 
 

@@ -37,15 +37,19 @@ def _text(content: Any) -> str:
 def _visible_envelopes(principal: Principal, channel_id: str | None) -> list[dict[str, Any]]:
     net = principal.network_id
     if channel_id:
-        head = channels.load_channel(net, channel_id)
+        items = t.query(k.channel_pk(net, channel_id))  # the envelopes and the head in one Query
+        head = next((i for i in items if i["SK"] == k.channel_head(net, channel_id)[1]), None)
+        if head is None:
+            raise NotFound(f"no channel {channel_id!r} in this network")
         if principal.agent not in channels.names(head):
             raise PermissionDenied("your agent is not a participant of this channel")
-        ids = [channel_id]
+        pages = [[i for i in items if i["SK"].startswith("ENV#")]]
     else:
-        ids = [r["channel_id"] for r in t.query(k.memberships_pk(net, principal.agent))]
+        pages = (t.query(k.channel_pk(net, r["channel_id"]), sk_prefix="ENV#")
+                 for r in t.query(k.memberships_pk(net, principal.agent)))
     out = []
-    for cid in ids:
-        for env in t.query(k.channel_pk(net, cid), sk_prefix="ENV#"):
+    for envs in pages:
+        for env in envs:
             if not env.get("audience") or principal.agent in env["audience"] or env.get("sender") == principal.agent:
                 out.append(env)
     return out
