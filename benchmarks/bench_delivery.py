@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import uuid
@@ -55,45 +54,8 @@ GSI_KEYS = ("GSI1PK", "GSI2PK")
 
 
 # --------------------------------------------------------------------------- item sizes
-
-def _value_size(v: dict[str, Any]) -> int:
-    (kind, val), = v.items()
-    if kind == "S":
-        return len(val.encode("utf-8"))
-    if kind == "N":
-        digits = len(val.lstrip("-").replace(".", "").lstrip("0")) or 1
-        return math.ceil(digits / 2) + 1
-    if kind == "B":
-        return len(val)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "SS":
-        return sum(len(s.encode("utf-8")) for s in val)
-    if kind == "NS":
-        return sum(_value_size({"N": n}) for n in val)
-    if kind == "BS":
-        return sum(len(b) for b in val)
-    if kind == "L":
-        return 3 + sum(1 + _value_size(e) for e in val)
-    if kind == "M":
-        return 3 + sum(1 + len(k.encode("utf-8")) + _value_size(e) for k, e in val.items())
-    raise ValueError(kind)
-
-
-def item_size(item: dict[str, Any] | None) -> int:
-    """An item's size as DynamoDB bills it: names plus values (typed JSON in)."""
-    if not item:
-        return 0
-    return sum(len(k.encode("utf-8")) + _value_size(v) for k, v in item.items())
-
-
-def _read_units(size: int, consistent: bool) -> float:
-    units = max(1, math.ceil(size / 4096))
-    return units if consistent else units / 2
-
-
-def _write_units(size: int) -> int:
-    return max(1, math.ceil(size / 1024))
+# DynamoDB's sizing rules live in requests_per_tool.py (beside this script); one copy of them.
+from requests_per_tool import item_size, read_units as _read_units, write_units as _write_units  # noqa: E402
 
 
 # --------------------------------------------------------------------------- the meter

@@ -5,7 +5,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from relaynet import plugin
-from relaynet import channels  # noqa: F401  (what plugin uses for this tool: loaded at init, not on the first call)
+import relaynet.channels  # noqa: F401  (what plugin uses for this tool: loaded at init, not on the first call)
 from relaynet.http.api import ToolApp
 from relaynet.models.plugin import ChannelsRequest
 

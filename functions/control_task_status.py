@@ -5,7 +5,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from relaynet import control
-from relaynet import claims, tasks  # noqa: F401  (what control uses for this tool: loaded at init, not on the first call)
+import relaynet.claims, relaynet.tasks  # noqa: F401  (what control uses for this tool: loaded at init, not on the first call)
 from relaynet.http.api import ToolApp
 from relaynet.models.control import TaskRequest
 

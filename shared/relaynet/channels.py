@@ -325,18 +325,14 @@ def list_channels(principal: Principal, state: str = "active", limit: int = 20) 
     return {"channels": out, "nextCursor": None}
 
 
-def reply_text(net: str, channel_id: str) -> str | None:
-    """The respondent's reply in a consulting channel, or None while it has not come."""
-    return _reply_of(t.query(k.channel_pk(net, channel_id), sk_prefix="ENV#"))
-
-
 def _reply_of(envs: list[dict[str, Any]]) -> str | None:
+    """The respondent's reply in a consulting channel (its second text envelope), or None."""
     texts = [e for e in envs if e.get("event_type") == "text"]
     return texts[1]["content"] if len(texts) >= 2 else None
 
 
 def head_and_reply(net: str, channel_id: str) -> tuple[dict[str, Any], str | None]:
-    """:func:`load_channel` and :func:`reply_text` in one strongly consistent Query of the
+    """:func:`load_channel` and the consult's reply in one strongly consistent Query of the
     channel's partition (its head sorts after its envelopes). NotFound as load_channel."""
     items = t.query(k.channel_pk(net, channel_id))
     head_sk = k.channel_head(net, channel_id)[1]

@@ -47,8 +47,3 @@ def new_id(prefix: str) -> str:
     if prefix not in PREFIXES:
         raise ValueError(f"unknown id prefix {prefix!r}")
     return f"{prefix}_{ulid()}"
-
-
-def has_prefix(value: str, prefix: str) -> bool:
-    """Whether ``value`` looks like an id of kind ``prefix`` (a cheap shape check, no lookup)."""
-    return isinstance(value, str) and value.startswith(prefix + "_") and len(value) == len(prefix) + 27

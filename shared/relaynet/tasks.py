@@ -182,12 +182,6 @@ def expire_offer(task: dict[str, Any], now_ms: int) -> str:
     return inst_id
 
 
-def expire_offer_actions(task: dict[str, Any], now_ms: int) -> list[dict[str, Any]]:
-    """:func:`expire_offer` with the instance update."""
-    inst_id = expire_offer(task, now_ms)
-    return [instance_update(task["networkId"], inst_id, task["id"], remove=("active", "held"))]
-
-
 def instance_update(net: str, inst_id: str, task_id: str, add: tuple[str, ...] = (),
                      remove: tuple[str, ...] = ()) -> dict[str, Any]:
     """One update of an instance's ``active``/``held`` sets (an instance appears once per transaction)."""
