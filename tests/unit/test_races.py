@@ -1,4 +1,4 @@
-"""Races between threads against moto in server mode: conditional writes make one winner."""
+"""Races between threads against DynamoDB Local: conditional writes make one winner."""
 
 from __future__ import annotations
 
