@@ -311,7 +311,7 @@ class LocalStack:
         state_dir: where ``local.json`` goes (``None``: nowhere).
         preload: import every handler at start (import errors are logged, not fatal).
 
-    :meth:`start` raises :class:`relaynet_local.dynamodb_local.StoreSetupError` when the store
+    :meth:`start` raises :class:`relaynet_local.store_setup.StoreSetupError` when the store
     cannot start. The environment is process-wide, so run one stack per process at a time. The
     memory store shares moto's in-process state: a ``mock_aws`` started in the same process while
     it runs intercepts the handlers' calls and resets its tables.
