@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterator
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS = str(ROOT / "functions")
 TEMPLATE = ROOT / "template.yaml"
-GSI_KEYS = ("GSI1PK", "GSI2PK")
+GSI_KEYS = ("GSI1PK", "GSI2PK", "GSI3PK")
 
 #: List prices, us-east-1, from the AWS pricing pages (aws.amazon.com/api-gateway/pricing,
 #: /lambda/pricing, /dynamodb/pricing/on-demand), recorded 2026-11-29; the DynamoDB on-demand
@@ -204,18 +204,22 @@ class Meter:
 # --------------------------------------------------------------------------- calling the handlers
 
 def call(tool: str, body: dict[str, Any], token: str, key: str | None = None) -> tuple[int, dict[str, Any]]:
-    """``POST /v1/tools/<tool>`` as API Gateway does it: the authorizer, then the handler."""
+    """``POST /v1/tools/<tool>`` (or an endpoint's ``method path``, relaynet.catalogue.ENDPOINTS)
+    as API Gateway does it: the authorizer, then the handler."""
     from relaynet_local.events import authorizer_event, http_event
     from relaynet_local.lambdas import LambdaContext, load_handler
 
-    path = f"/v1/tools/{tool}"
-    route = f"POST {path}"
+    from relaynet import catalogue
+
+    endpoint = catalogue.ENDPOINTS.get(tool)
+    method, path = (endpoint.method, endpoint.path) if endpoint else ("POST", f"/v1/tools/{tool}")
+    route = f"{method} {path}"
     hdrs = [("content-type", "application/json"), ("authorization", f"Bearer {token}")]
     if key:
         hdrs.append(("idempotency-key", key))
     auth = load_handler(FUNCTIONS, "authorizer.handler")(
-        authorizer_event("POST", path, route_key=route, identity=[f"Bearer {token}"], headers=hdrs), None)
-    event = http_event("POST", path, route_key=route, headers=hdrs, body=json.dumps(body),
+        authorizer_event(method, path, route_key=route, identity=[f"Bearer {token}"], headers=hdrs), None)
+    event = http_event(method, path, route_key=route, headers=hdrs, body=json.dumps(body),
                        authorizer_context=auth["context"])
     resp = load_handler(FUNCTIONS, f"{tool}.handler")(event, LambdaContext(tool, 29.0, 512))
     return resp["statusCode"], json.loads(resp["body"])
@@ -322,6 +326,7 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
                lambda: ok("network_ask", state["ask_body"], "planner0", state["ask_key"]))
     yield Step("network_ask (404, with a key)", "network_ask", False,
                lambda: ok("network_ask", {"toAgent": "ghost", "body": "hi"}, "planner0", key(), expect=404))
+    yield Step("inbox_summary (1 message)", "inbox_summary", True, lambda: ok("inbox_summary", {}, "reviewer0"))
     yield Step("network_inbox (1 message)", "network_inbox", True,
                lambda: ok("network_inbox", {}, "reviewer0"))
     yield Step("network_inbox (empty)", "network_inbox", False, lambda: ok("network_inbox", {}, "reviewer0"))

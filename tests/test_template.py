@@ -154,10 +154,14 @@ def test_table_schema(template):
     assert props["KeySchema"] == [{"AttributeName": "PK", "KeyType": "HASH"},
                                   {"AttributeName": "SK", "KeyType": "RANGE"}]
     indexes = {i["IndexName"]: i for i in props["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"GSI1", "GSI2"}
+    assert set(indexes) == {"GSI1", "GSI2", "GSI3"}
     for name, index in indexes.items():
         assert [k["AttributeName"] for k in index["KeySchema"]] == [f"{name}PK", f"{name}SK"]
-        assert index["Projection"] == {"ProjectionType": "ALL"}
+        if name != "GSI3":
+            assert index["Projection"] == {"ProjectionType": "ALL"}
+    # the mailbox view (relaynet.mailbox) projects only what the inbox summary reads
+    assert indexes["GSI3"]["Projection"] == {"ProjectionType": "INCLUDE",
+                                             "NonKeyAttributes": ["kind", "createdAt", "senderInstance"]}
     assert all(a["AttributeType"] == "S" for a in props["AttributeDefinitions"])
     assert template.table.ttl_attribute == "ttl"
     assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True

@@ -182,6 +182,38 @@ CONTROL_TOOLS: tuple[Tool, ...] = (
 TOOLS: dict[str, Tool] = {t.name: t for t in (*WORKER_TOOLS, *PLUGIN_TOOLS, *CONTROL_TOOLS)}
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """An HTTP endpoint beside the tools, never an MCP tool (the tool surfaces are fixed,
+    PROTOCOL.md 1): ``method path`` with operationId ``name``, for tokens of ``surface``.
+
+    ``model_name`` names the JSON body's model in ``relaynet.models.<surface>`` (None: no body).
+    """
+
+    name: str
+    surface: str
+    method: str
+    path: str
+    model_name: str | None
+    description: str
+
+    @property
+    def model(self) -> Type[Request] | None:
+        """The request body model, or None for an endpoint without a body."""
+        if self.model_name is None:
+            return None
+        return getattr(importlib.import_module(f"relaynet.models.{self.surface}"), self.model_name)
+
+
+#: The endpoints for clients that are not an LLM choosing tools: hooks, webhook set-up.
+ENDPOINTS: dict[str, Endpoint] = {e.name: e for e in (
+    Endpoint("inbox_summary", "worker", "GET", "/v1/inbox/summary", None,
+             "Count your undelivered messages by kind, and the oldest one's createdAt, without "
+             "delivering anything (network_inbox delivers). One DynamoDB request: cheap enough for "
+             "a hook to call before every prompt."),
+)}
+
+
 def surface(name: str) -> tuple[Tool, ...]:
     """The tools of one surface, in catalogue order."""
     return tuple(t for t in TOOLS.values() if t.surface == name)

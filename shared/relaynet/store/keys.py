@@ -21,6 +21,9 @@ tasks that are ``pending`` (not parked) or ``offered``; a pending task nobody is
 group has a marker item (``NET#<net>#WAIT`` / ``<wait key>``) listed under ``GSI1PK = WAITING``.
 GSI2 (listings): ``GSI2PK = NET#<net>#TASKS``,
 ``GSI2SK = <task id>`` on every task (newest first by ULID).
+GSI3 (mailbox view, keys and ``kind``/``createdAt``/``senderInstance`` only): every mailbox entry
+of an agent and of each of its instances under ``GSI3PK = NET#<net>#MBOXV#<agent>``,
+``GSI3SK = MSG#<msg>``, so one Query counts what an instance could fetch (``GET /v1/inbox/summary``).
 """
 
 from __future__ import annotations
@@ -82,6 +85,11 @@ def mailbox_pk(net_id: str, address: dict) -> str:
     if "instanceId" in address:
         return f"{net(net_id)}#MBOX#I#{address['instanceId']}"
     return f"{net(net_id)}#MBOX#A#{address['agent']}"
+
+
+def mailbox_view(net_id: str, agent: str) -> str:
+    """GSI3PK of every mailbox entry of ``agent`` and of its instances (the inbox summary)."""
+    return f"{net(net_id)}#MBOXV#{agent}"
 
 
 def send_record(net_id: str, digest: str) -> tuple[str, str]:
