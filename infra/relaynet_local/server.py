@@ -640,7 +640,10 @@ def _relaynet_command() -> str:
 
 def mcp_config_text(tokens: dict[str, Any], url: str) -> str:
     """For each instance of the tokens document, a heading line and a ready-to-paste MCP client
-    configuration running ``relaynet mcp worker`` against ``url`` with that instance's token."""
+    configuration running ``relaynet mcp worker`` against ``url`` with that instance's token,
+    followed by the Claude Code hooks block for ``.claude/settings.json`` (relaynet.hook)."""
+    from relaynet.hook import settings_block
+
     command = _relaynet_command()
     blocks = []
     for network, info in (tokens.get("networks") or {}).items():
@@ -653,6 +656,9 @@ def mcp_config_text(tokens: dict[str, Any], url: str) -> str:
                 }}}
                 blocks.append(f"# {agent} #{n} ({instance.get('instanceId')}) in network {network}\n"
                               + json.dumps(config, indent=2))
+                blocks.append(f"# {agent} #{n}: Claude Code hooks for .claude/settings.json (or "
+                              f".claude/settings.local.json, which stays out of git)\n"
+                              + json.dumps(settings_block(command, url, instance["token"]), indent=2))
     return "\n\n".join(blocks)
 
 
