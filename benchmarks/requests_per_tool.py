@@ -247,6 +247,109 @@ def run_sweep(now_ms: int | None = None) -> dict[str, int]:
         return load_handler(FUNCTIONS, "sweep.handler")({"source": "aws.events"}, LambdaContext("sweep", 60.0, 512))
 
 
+@contextmanager
+def push_env() -> Iterator[None]:
+    """The local stack's webhook settings (loopback receivers allowed, no retry delay)."""
+    from relaynet.config import settings
+
+    saved = {k: os.environ.get(k) for k in ("RELAYNET_PUSH_ALLOW_LOOPBACK", "RELAYNET_PUSH_RETRY_BASE_SECONDS")}
+    os.environ.update(RELAYNET_PUSH_ALLOW_LOOPBACK="true", RELAYNET_PUSH_RETRY_BASE_SECONDS="0")
+    settings.cache_clear()
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        settings.cache_clear()
+
+
+class LoopbackReceiver:
+    """A webhook receiver on 127.0.0.1 answering ``status`` to every POST (a daemon thread)."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        outer = self
+        self.status, self.count = 204, 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.count += 1
+                self.send_response(outer.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def run_notifier(image: dict[str, Any]) -> dict[str, Any]:
+    """The notifier's handler on a one-record stream batch: the INSERT of item ``image``."""
+    from relaynet_local.lambdas import LambdaContext, load_handler
+    from relaynet_local.streams import lambda_record
+
+    from relaynet.store import table
+
+    typed = table.encode(image)
+    record = {"eventID": uuid.uuid4().hex, "eventName": "INSERT", "dynamodb": {
+        "Keys": {"PK": typed["PK"], "SK": typed["SK"]}, "NewImage": typed, "SequenceNumber": "1",
+        "SizeBytes": len(json.dumps(typed)), "StreamViewType": "NEW_IMAGE"}}
+    event = {"Records": [lambda_record(record, "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/x", "us-east-1")]}
+    return load_handler(FUNCTIONS, "notifier.handler")(event, LambdaContext("notifier", 60.0, 512))
+
+
+def push_steps(state: dict[str, Any], ok: Callable[..., dict[str, Any]], key: Callable[[], str],
+               by_inst: dict[str, str], tok: dict[str, str], net: dict[str, Any]) -> Iterator["Step"]:
+    """The webhook steps of :func:`scenario` (see there)."""
+    from relaynet_local.lambdas import LambdaContext, load_handler
+
+    from relaynet.store import keys as k
+    from relaynet.store import table
+
+    coder = net["instances"]["coder"][0]["instanceId"]
+
+    def set_push() -> None:
+        state["receiver"] = LoopbackReceiver()
+        with push_env():
+            ok("push_config_set", {"url": state["receiver"].url, "token": "t" * 32}, "coder0")
+
+    def notify(status: int, outcome: str) -> None:
+        state["receiver"].status = status
+        sent = ok("network_ask", {"toInstance": coder, "body": "webhook ping"}, "planner0", key())
+        pk = k.mailbox_pk(net["networkId"], {"instanceId": coder})
+        image = table.get(pk, f"MSG#{sent['messageId']}")
+        with push_env():
+            assert run_notifier(image) == {"batchItemFailures": []}
+        assert table.get(*k.instance(net["networkId"], coder)).get("pushLastStatus") == status, outcome
+
+    def retry(status: int, expect: str) -> None:
+        from relaynet import clock
+
+        state["receiver"].status = status
+        with push_env(), clock_at(clock.now_ms() + (1000 if expect == "delivered" else 3_600_000)):
+            stats = load_handler(FUNCTIONS, "push_retry.handler")({"source": "aws.events"},
+                                                                 LambdaContext("push_retry", 60.0, 512))
+        assert stats[expect] == 1, stats
+
+    yield Step("push_config_set (PUT /v1/push)", "push_config_set", False, set_push)
+    yield Step("notifier (a mailbox entry, delivered)", "notifier", False, lambda: notify(204, "delivered"))
+    yield Step("notifier (a mailbox entry, receiver failing)", "notifier", False, lambda: notify(503, "retrying"))
+    yield Step("push_retry (a due retry, delivered)", "push_retry", False, lambda: retry(204, "delivered"))
+    yield Step("notifier (receiver failing again)", "notifier", False, lambda: notify(500, "retrying"))
+    yield Step("push_retry (window over: marked failed)", "push_retry", False, lambda: retry(500, "failed"))
+    yield Step("push_config_delete (DELETE /v1/push)", "push_config_delete", False,
+               lambda: ok("push_config_delete", {}, "coder0"))
+
+
 @dataclass
 class Step:
     """One measured call: ``label`` in the table, ``tool`` (or ``sweep``), ``typical`` rows are
@@ -435,6 +538,11 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
     yield Step("tasks (complete)", "tasks", False, lambda: ok(
         "tasks", {"action": "complete", "task_id": state["ptask"]["taskId"], "result": "merged as PR 43"},
         state["ptask"]["assignee"]))
+
+    # Webhooks (docs/protocol.md 10.3): coder #0 sets a push endpoint (a receiver on loopback);
+    # the notifier handles the stream record of its next mailbox entry, delivered or failing; the
+    # scheduled push retry delivers a due retry, or marks one failed once its window is over.
+    yield from push_steps(state, ok, key, by_inst, tok, tokens["networks"][network])
 
     # The control surface (PROTOCOL.md 6), as the demo's representative `ops` (grant operate).
     tok["ops"] = tokens["representatives"]["ops"]

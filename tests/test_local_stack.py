@@ -249,11 +249,11 @@ def test_create_table_builds_the_template_schema(stack):
                                   {"AttributeName": "SK", "KeyType": "RANGE"}]
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     indexes = {i["IndexName"]: i for i in table["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"GSI1", "GSI2"}
+    assert set(indexes) == {"GSI1", "GSI2", "GSI3"}
     for name, index in indexes.items():
         assert index["KeySchema"] == [{"AttributeName": f"{name}PK", "KeyType": "HASH"},
                                       {"AttributeName": f"{name}SK", "KeyType": "RANGE"}]
-        assert index["Projection"]["ProjectionType"] == "ALL"
+        assert index["Projection"]["ProjectionType"] == ("INCLUDE" if name == "GSI3" else "ALL")
     ttl = client.describe_time_to_live(TableName="relaynet-schema-test")["TimeToLiveDescription"]
     assert ttl["AttributeName"] == "ttl" and ttl["TimeToLiveStatus"] == "ENABLED"
     create_table(client, ROOT_TEMPLATE, "relaynet-schema-test", exist_ok=True)

@@ -18,7 +18,7 @@ from tests.conftest import ROOT
 COMMITTED = ROOT / "docs" / "openapi.json"
 FUNCTIONS = ROOT / "functions"
 #: Handler files that are not tools, and the routes they serve (None: no route).
-NOT_TOOLS = {"authorizer": None, "sweep": None, "health": "GET /v1/health", "openapi": "GET /v1/openapi.json"}
+NOT_TOOLS = {"authorizer": None, "sweep": None, "notifier": None, "push_retry": None, "health": "GET /v1/health", "openapi": "GET /v1/openapi.json"}
 ERROR_STATUSES = {"400", "401", "403", "404", "409", "413", "429", "500"}
 
 

@@ -372,6 +372,9 @@ class LocalStack:
             self._serving = True
             if self.sweep_interval > 0 and self.template.schedules:
                 self._spawn("relaynet-local-sweep", self._sweep_loop)
+            from relaynet_local.streams import StreamRunner  # the stream functions (webhook notifier)
+
+            self._streams = StreamRunner(self.template, str(self.dynamodb_endpoint), self.table, self.invoke).start()
             self._write_state()
         except BaseException:
             self.stop()
@@ -383,6 +386,9 @@ class LocalStack:
     def stop(self) -> None:
         """Stop serving, the timer and moto; restore the environment. Safe to call twice."""
         self._stopping.set()
+        if getattr(self, "_streams", None) is not None:
+            self._streams.stop()
+            self._streams = None
         if self._http is not None:
             if self._serving:
                 self._http.shutdown()

@@ -211,6 +211,12 @@ ENDPOINTS: dict[str, Endpoint] = {e.name: e for e in (
              "Count your undelivered messages by kind, and the oldest one's createdAt, without "
              "delivering anything (network_inbox delivers). One DynamoDB request: cheap enough for "
              "a hook to call before every prompt."),
+    Endpoint("push_config_set", "worker", "PUT", "/v1/push", "PushConfigRequest",
+             "Set this instance's push endpoint (A2A's push-notification config: url, token, "
+             "authentication): the hub POSTs a signed event there when mail, a task offer or a "
+             "wake-up arrives for it. Replaces the previous one; overrides its agent definition's."),
+    Endpoint("push_config_delete", "worker", "DELETE", "/v1/push", None,
+             "Remove this instance's own push endpoint (its agent definition's, if any, applies again)."),
 )}
 
 

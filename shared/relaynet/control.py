@@ -113,7 +113,7 @@ def list_agents(principal: Principal, network_id: str | None) -> dict[str, Any]:
     _, p = scope(principal, network_id, "observe")
     d = load(p.network_id)
     now = clock.now_ms()
-    return {"agents": [{**agent_view(a), "instances": [instance_view(i, now) for i in d.instances_of(name)]}
+    return {"agents": [{**agent_view(a), "instances": [instance_view(i, now, a) for i in d.instances_of(name)]}
                        for name, a in sorted(d.agents.items())], "nextCursor": None}
 
 

@@ -158,6 +158,7 @@ def mailbox_entry(net: str, address: dict[str, str], msg: dict[str, Any]) -> dic
         return item
     return {"PK": item["PK"], "SK": item["SK"], "ref": "thread", "threadId": msg["threadId"], "kind": msg["kind"],
             "createdAt": msg["createdAt"], "senderInstance": item["senderInstance"],
+            "taskId": msg.get("taskId"), "wakeReason": msg.get("wakeReason"),
             "GSI3PK": item["GSI3PK"], "GSI3SK": item["GSI3SK"]}
 
 

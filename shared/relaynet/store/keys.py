@@ -219,3 +219,29 @@ def conversation(rep: str, conversation_id: str) -> str:
 def channels_index(net_id: str) -> str:
     """GSI2 partition listing every channel head of a network."""
     return f"{net(net_id)}#CHANNELS"
+
+
+# Webhook deliveries (relaynet.push): a delivery that failed and waits for a retry, per
+# instance; GSI1 ``PUSHRETRY`` lists the retrying ones by when they are due.
+PUSH_RETRY = "PUSHRETRY"
+
+
+def push_delivery(net_id: str, inst_id: str, delivery_id: str) -> tuple[str, str]:
+    return f"{net(net_id)}#PUSH#{inst_id}", f"DLV#{delivery_id}"
+
+
+def push_due_sk(due_ms: int, net_id: str, inst_id: str, delivery_id: str) -> str:
+    return f"{due_ms:013d}#{net_id}#{inst_id}#{delivery_id}"
+
+
+def parse_mailbox_pk(pk: str) -> tuple[str, dict[str, str]] | None:
+    """``(net_id, {"agent": a} | {"instanceId": i})`` of a mailbox partition key, else None."""
+    if not pk.startswith("NET#") or "#MBOX#" not in pk:
+        return None
+    head, _, tail = pk.partition("#MBOX#")
+    kind, _, ident = tail.partition("#")
+    if kind == "A" and ident:
+        return head.removeprefix("NET#"), {"agent": ident}
+    if kind == "I" and ident:
+        return head.removeprefix("NET#"), {"instanceId": ident}
+    return None
