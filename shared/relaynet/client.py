@@ -414,6 +414,19 @@ class RelaynetClient(_WorkerTools[dict[str, Any]]):
         delivering nothing (docs/protocol.md 10.1)."""
         return self.request("GET", "/v1/inbox/summary")
 
+    def set_push(self, url: str, token: str, authentication: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``PUT /v1/push``: this instance's push endpoint (docs/protocol.md 10.3). ``token`` is
+        the signing secret (:func:`relaynet.webhooks.verify` checks events with it);
+        ``authentication`` is ``{"schemes": ["Bearer"], "credentials": "..."}`` or None."""
+        body: dict[str, Any] = {"url": url, "token": token}
+        if authentication is not None:
+            body["authentication"] = authentication
+        return self.request("PUT", "/v1/push", body)
+
+    def delete_push(self) -> dict[str, Any]:
+        """``DELETE /v1/push``: ``{removed: bool}``."""
+        return self.request("DELETE", "/v1/push")
+
     def close(self) -> None:
         """Close the connection pool."""
         self._http.close()

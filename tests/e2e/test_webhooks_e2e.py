@@ -184,3 +184,26 @@ def test_a_failing_receiver_is_retried_with_backoff_then_marked_failed_for_the_r
         assert time.monotonic() < deadline
         time.sleep(0.1)
     assert push_status()["lastStatus"] == 204 and push_status()["failures"] == 1
+
+
+def test_the_sdk_sets_reads_and_removes_a_push_endpoint(hub, receiver):
+    from relaynet.client import ApiError, RelaynetClient
+
+    with RelaynetClient(hub.url, hub.token("planner")) as planner:
+        assert planner.inbox_summary()["undelivered"] >= 0
+        set_ = planner.set_push(f"{receiver.url}/planner", "planner-signing-secret-123",
+                                {"schemes": ["Bearer"], "credentials": "xyz"})
+        assert set_ == {"push": {"url": f"{receiver.url}/planner", "authentication": {"schemes": ["Bearer"]}},
+                        "source": "instance"}
+        sent_at = time.monotonic()
+        tool(hub, "network_ask", {"toAgent": "planner", "body": "hi"}, hub.token("reviewer"))
+        headers, body, at = receiver.next("/planner", timeout=5)
+        assert headers["Authorization"] == "Bearer xyz" and at - sent_at < 2.0
+        webhooks.verify(headers, body, "planner-signing-secret-123")
+        assert planner.delete_push() == {"removed": True}
+        try:
+            planner.set_push("http://hooks.example.com/x", "planner-signing-secret-123")
+        except ApiError as exc:
+            assert exc.status == 400 and exc.code == "invalid_argument"
+        else:
+            raise AssertionError("http to a non-loopback host was accepted")
