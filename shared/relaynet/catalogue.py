@@ -162,7 +162,8 @@ CONTROL_TOOLS: tuple[Tool, ...] = (
     Tool("control_delegate", "control", "ControlDelegateRequest",
          "Create a task for an agent, group, instance or resource on your owner's behalf (needs delegate)."),
     Tool("control_wake_agent", "control", "WakeRequest",
-         "Nudge an agent or instance with a notice in its inbox (needs operate)."),
+         "Nudge an agent or instance with a notice in its inbox, and a wake event to its push "
+         "endpoint if it has one (needs operate)."),
     Tool("control_launch_agent", "control", "LaunchRequest",
          "Register a new instance of an agent and get its token, shown once (needs operate)."),
     Tool("control_stop_agent", "control", "TwoStepRequest",
