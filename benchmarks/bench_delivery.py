@@ -50,7 +50,7 @@ from moto import mock_aws  # noqa: E402
 
 FUNCTIONS = str(ROOT / "functions")
 TEMPLATE = ROOT / "template.yaml"
-GSI_KEYS = ("GSI1PK", "GSI2PK")
+GSI_KEYS = ("GSI1PK", "GSI2PK", "GSI3PK")
 
 
 # --------------------------------------------------------------------------- item sizes

@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterator
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS = str(ROOT / "functions")
 TEMPLATE = ROOT / "template.yaml"
-GSI_KEYS = ("GSI1PK", "GSI2PK")
+GSI_KEYS = ("GSI1PK", "GSI2PK", "GSI3PK")
 
 #: List prices, us-east-1, from the AWS pricing pages (aws.amazon.com/api-gateway/pricing,
 #: /lambda/pricing, /dynamodb/pricing/on-demand), recorded 2026-11-29; the DynamoDB on-demand
@@ -204,18 +204,22 @@ class Meter:
 # --------------------------------------------------------------------------- calling the handlers
 
 def call(tool: str, body: dict[str, Any], token: str, key: str | None = None) -> tuple[int, dict[str, Any]]:
-    """``POST /v1/tools/<tool>`` as API Gateway does it: the authorizer, then the handler."""
+    """``POST /v1/tools/<tool>`` (or an endpoint's ``method path``, relaynet.catalogue.ENDPOINTS)
+    as API Gateway does it: the authorizer, then the handler."""
     from relaynet_local.events import authorizer_event, http_event
     from relaynet_local.lambdas import LambdaContext, load_handler
 
-    path = f"/v1/tools/{tool}"
-    route = f"POST {path}"
+    from relaynet import catalogue
+
+    endpoint = catalogue.ENDPOINTS.get(tool)
+    method, path = (endpoint.method, endpoint.path) if endpoint else ("POST", f"/v1/tools/{tool}")
+    route = f"{method} {path}"
     hdrs = [("content-type", "application/json"), ("authorization", f"Bearer {token}")]
     if key:
         hdrs.append(("idempotency-key", key))
     auth = load_handler(FUNCTIONS, "authorizer.handler")(
-        authorizer_event("POST", path, route_key=route, identity=[f"Bearer {token}"], headers=hdrs), None)
-    event = http_event("POST", path, route_key=route, headers=hdrs, body=json.dumps(body),
+        authorizer_event(method, path, route_key=route, identity=[f"Bearer {token}"], headers=hdrs), None)
+    event = http_event(method, path, route_key=route, headers=hdrs, body=json.dumps(body),
                        authorizer_context=auth["context"])
     resp = load_handler(FUNCTIONS, f"{tool}.handler")(event, LambdaContext(tool, 29.0, 512))
     return resp["statusCode"], json.loads(resp["body"])
@@ -241,6 +245,109 @@ def run_sweep(now_ms: int | None = None) -> dict[str, int]:
 
     with clock_at(now_ms):
         return load_handler(FUNCTIONS, "sweep.handler")({"source": "aws.events"}, LambdaContext("sweep", 60.0, 512))
+
+
+@contextmanager
+def push_env() -> Iterator[None]:
+    """The local stack's webhook settings (loopback receivers allowed, no retry delay)."""
+    from relaynet.config import settings
+
+    saved = {k: os.environ.get(k) for k in ("RELAYNET_PUSH_ALLOW_LOOPBACK", "RELAYNET_PUSH_RETRY_BASE_SECONDS")}
+    os.environ.update(RELAYNET_PUSH_ALLOW_LOOPBACK="true", RELAYNET_PUSH_RETRY_BASE_SECONDS="0")
+    settings.cache_clear()
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        settings.cache_clear()
+
+
+class LoopbackReceiver:
+    """A webhook receiver on 127.0.0.1 answering ``status`` to every POST (a daemon thread)."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        outer = self
+        self.status, self.count = 204, 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.count += 1
+                self.send_response(outer.status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def run_notifier(image: dict[str, Any]) -> dict[str, Any]:
+    """The notifier's handler on a one-record stream batch: the INSERT of item ``image``."""
+    from relaynet_local.lambdas import LambdaContext, load_handler
+    from relaynet_local.streams import lambda_record
+
+    from relaynet.store import table
+
+    typed = table.encode(image)
+    record = {"eventID": uuid.uuid4().hex, "eventName": "INSERT", "dynamodb": {
+        "Keys": {"PK": typed["PK"], "SK": typed["SK"]}, "NewImage": typed, "SequenceNumber": "1",
+        "SizeBytes": len(json.dumps(typed)), "StreamViewType": "NEW_IMAGE"}}
+    event = {"Records": [lambda_record(record, "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/x", "us-east-1")]}
+    return load_handler(FUNCTIONS, "notifier.handler")(event, LambdaContext("notifier", 60.0, 512))
+
+
+def push_steps(state: dict[str, Any], ok: Callable[..., dict[str, Any]], key: Callable[[], str],
+               by_inst: dict[str, str], tok: dict[str, str], net: dict[str, Any]) -> Iterator["Step"]:
+    """The webhook steps of :func:`scenario` (see there)."""
+    from relaynet_local.lambdas import LambdaContext, load_handler
+
+    from relaynet.store import keys as k
+    from relaynet.store import table
+
+    coder = net["instances"]["coder"][0]["instanceId"]
+
+    def set_push() -> None:
+        state["receiver"] = LoopbackReceiver()
+        with push_env():
+            ok("push_config_set", {"url": state["receiver"].url, "token": "t" * 32}, "coder0")
+
+    def notify(status: int, outcome: str) -> None:
+        state["receiver"].status = status
+        sent = ok("network_ask", {"toInstance": coder, "body": "webhook ping"}, "planner0", key())
+        pk = k.mailbox_pk(net["networkId"], {"instanceId": coder})
+        image = table.get(pk, f"MSG#{sent['messageId']}")
+        with push_env():
+            assert run_notifier(image) == {"batchItemFailures": []}
+        assert table.get(*k.instance(net["networkId"], coder)).get("pushLastStatus") == status, outcome
+
+    def retry(status: int, expect: str) -> None:
+        from relaynet import clock
+
+        state["receiver"].status = status
+        with push_env(), clock_at(clock.now_ms() + (1000 if expect == "delivered" else 3_600_000)):
+            stats = load_handler(FUNCTIONS, "push_retry.handler")({"source": "aws.events"},
+                                                                 LambdaContext("push_retry", 60.0, 512))
+        assert stats[expect] == 1, stats
+
+    yield Step("push_config_set (PUT /v1/push)", "push_config_set", False, set_push)
+    yield Step("notifier (a mailbox entry, delivered)", "notifier", False, lambda: notify(204, "delivered"))
+    yield Step("notifier (a mailbox entry, receiver failing)", "notifier", False, lambda: notify(503, "retrying"))
+    yield Step("push_retry (a due retry, delivered)", "push_retry", False, lambda: retry(204, "delivered"))
+    yield Step("notifier (receiver failing again)", "notifier", False, lambda: notify(500, "retrying"))
+    yield Step("push_retry (window over: marked failed)", "push_retry", False, lambda: retry(500, "failed"))
+    yield Step("push_config_delete (DELETE /v1/push)", "push_config_delete", False,
+               lambda: ok("push_config_delete", {}, "coder0"))
 
 
 @dataclass
@@ -322,6 +429,7 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
                lambda: ok("network_ask", state["ask_body"], "planner0", state["ask_key"]))
     yield Step("network_ask (404, with a key)", "network_ask", False,
                lambda: ok("network_ask", {"toAgent": "ghost", "body": "hi"}, "planner0", key(), expect=404))
+    yield Step("inbox_summary (1 message)", "inbox_summary", True, lambda: ok("inbox_summary", {}, "reviewer0"))
     yield Step("network_inbox (1 message)", "network_inbox", True,
                lambda: ok("network_inbox", {}, "reviewer0"))
     yield Step("network_inbox (empty)", "network_inbox", False, lambda: ok("network_inbox", {}, "reviewer0"))
@@ -430,6 +538,11 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
     yield Step("tasks (complete)", "tasks", False, lambda: ok(
         "tasks", {"action": "complete", "task_id": state["ptask"]["taskId"], "result": "merged as PR 43"},
         state["ptask"]["assignee"]))
+
+    # Webhooks (docs/protocol.md 10.3): coder #0 sets a push endpoint (a receiver on loopback);
+    # the notifier handles the stream record of its next mailbox entry, delivered or failing; the
+    # scheduled push retry delivers a due retry, or marks one failed once its window is over.
+    yield from push_steps(state, ok, key, by_inst, tok, tokens["networks"][network])
 
     # The control surface (PROTOCOL.md 6), as the demo's representative `ops` (grant operate).
     tok["ops"] = tokens["representatives"]["ops"]

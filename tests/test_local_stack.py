@@ -249,11 +249,11 @@ def test_create_table_builds_the_template_schema(stack):
                                   {"AttributeName": "SK", "KeyType": "RANGE"}]
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     indexes = {i["IndexName"]: i for i in table["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"GSI1", "GSI2"}
+    assert set(indexes) == {"GSI1", "GSI2", "GSI3"}
     for name, index in indexes.items():
         assert index["KeySchema"] == [{"AttributeName": f"{name}PK", "KeyType": "HASH"},
                                       {"AttributeName": f"{name}SK", "KeyType": "RANGE"}]
-        assert index["Projection"]["ProjectionType"] == "ALL"
+        assert index["Projection"]["ProjectionType"] == ("INCLUDE" if name == "GSI3" else "ALL")
     ttl = client.describe_time_to_live(TableName="relaynet-schema-test")["TimeToLiveDescription"]
     assert ttl["AttributeName"] == "ttl" and ttl["TimeToLiveStatus"] == "ENABLED"
     create_table(client, ROOT_TEMPLATE, "relaynet-schema-test", exist_ok=True)
@@ -276,11 +276,20 @@ def test_write_tokens_is_private(tmp_path):
 def test_mcp_config_text():
     text = mcp_config_text(TOKENS, "http://127.0.0.1:9")
     blocks = text.split("\n\n")
-    assert len(blocks) == 2 and all(b.startswith("# planner #") for b in blocks)
-    config = json.loads(blocks[1].split("\n", 1)[1])
+    assert len(blocks) == 4 and all(b.startswith("# planner #") for b in blocks)
+    config = json.loads(blocks[2].split("\n", 1)[1])
     server = config["mcpServers"]["relaynet-planner-2"]
     assert server["args"] == ["mcp", "worker"]
     assert server["env"] == {"RELAYNET_URL": "http://127.0.0.1:9", "RELAYNET_TOKEN": "rn_inst_bbb"}
+    # next to each MCP configuration, the Claude Code hooks block of the same instance
+    assert "Claude Code hooks" in blocks[3].split("\n", 1)[0]
+    hooks = json.loads(blocks[3].split("\n", 1)[1])
+    assert hooks["env"] == {"RELAYNET_URL": "http://127.0.0.1:9", "RELAYNET_TOKEN": "rn_inst_bbb"}
+    assert set(hooks["hooks"]) == {"UserPromptSubmit", "PostToolUse", "Stop"}
+    for entries in hooks["hooks"].values():
+        (entry,) = entries
+        (command,) = entry["hooks"]
+        assert command["type"] == "command" and command["command"] == server["command"] + " hook"
 
 
 # --- the blocking entry point ------------------------------------------------------------------

@@ -18,7 +18,7 @@ from tests.conftest import ROOT
 COMMITTED = ROOT / "docs" / "openapi.json"
 FUNCTIONS = ROOT / "functions"
 #: Handler files that are not tools, and the routes they serve (None: no route).
-NOT_TOOLS = {"authorizer": None, "sweep": None, "health": "GET /v1/health", "openapi": "GET /v1/openapi.json"}
+NOT_TOOLS = {"authorizer": None, "sweep": None, "notifier": None, "push_retry": None, "health": "GET /v1/health", "openapi": "GET /v1/openapi.json"}
 ERROR_STATUSES = {"400", "401", "403", "404", "409", "413", "429", "500"}
 
 
@@ -48,12 +48,18 @@ def test_template_routes_handler_files_and_operations_are_the_same_tools(doc):
     files = {p.stem for p in FUNCTIONS.glob("*.py") if not p.name.startswith("_")}
     ops = operations(doc)
 
-    assert other_routes == {r for r in NOT_TOOLS.values() if r}, "routes that are not tools"
+    endpoint_routes = {f"{e.method} {e.path}": name for name, e in catalogue.ENDPOINTS.items()}
+    assert other_routes == {r for r in NOT_TOOLS.values() if r} | set(endpoint_routes), "routes that are not tools"
     for stem, route in NOT_TOOLS.items():
         assert stem in files, f"functions/{stem}.py is missing"
         if route:
             assert routes[route].handler == f"{stem}.handler"
-    tool_files = files - set(NOT_TOOLS)
+    for route, name in endpoint_routes.items():
+        assert routes[route].handler == f"{name}.handler", route
+        assert routes[route].auth, f"{route} must go through the authorizer"
+        method, _, path = route.partition(" ")
+        assert ops.pop(name)[:2] == (method, path), name
+    tool_files = files - set(NOT_TOOLS) - set(catalogue.ENDPOINTS)
     named = {"template routes": tool_routes, "handler files": tool_files, "OpenAPI operations": set(ops),
              "catalogue tools": set(catalogue.TOOLS)}
     everything = set().union(*named.values())
@@ -93,6 +99,36 @@ def test_route_refuses_a_model_other_than_the_catalogues():
     network_reply.__annotations__ = {"request": Annotated[AskRequest, Body()], "return": dict}
     with pytest.raises(TypeError, match="ReplyRequest"):
         ToolApp("network_reply", actions=()).route(network_reply)
+
+
+def test_each_endpoint_handler_takes_the_body_its_operation_documents(doc):
+    ops = operations(doc)
+    for name, endpoint in catalogue.ENDPOINTS.items():
+        source = (FUNCTIONS / f"{name}.py").read_text(encoding="utf-8")
+        assert f'ToolApp("{name}"' in source, f"functions/{name}.py does not build ToolApp({name!r})"
+        op = ops[name][2]
+        if endpoint.model is None:
+            assert "requestBody" not in op, name
+        else:
+            assert f"Annotated[{endpoint.model.__name__}, Body()]" in source, name
+            body = op["requestBody"]["content"]["application/json"]["schema"]
+            assert body == {"$ref": f"#/components/schemas/{endpoint.model.__name__}"}, name
+
+
+def test_an_endpoint_without_a_body_refuses_a_route_that_takes_one():
+    from typing import Annotated
+
+    from aws_lambda_powertools.event_handler.openapi.params import Body
+
+    from relaynet.http.api import ToolApp
+    from relaynet.models.worker import AskRequest
+
+    def inbox_summary(request):
+        return {}
+
+    inbox_summary.__annotations__ = {"request": Annotated[AskRequest, Body()], "return": dict}
+    with pytest.raises(TypeError, match="no body"):
+        ToolApp("inbox_summary", actions=()).route(inbox_summary)
 
 
 def test_errors_are_the_protocol_envelope_not_powertools_422(doc):

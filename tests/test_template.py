@@ -143,9 +143,30 @@ def test_authorizer_is_a_simple_response_payload_2_lambda_authorizer(template):
     assert spec["Identity"]["Headers"] == ["Authorization"]
 
 
-def test_sweep_runs_every_minute(template):
-    assert [(s.function.handler, s.expression) for s in template.schedules] == [
-        ("sweep.handler", "rate(1 minute)")]
+def test_sweep_and_push_retries_run_every_minute(template):
+    assert sorted((s.function.handler, s.expression) for s in template.schedules) == [
+        ("push_retry.handler", "rate(1 minute)"), ("sweep.handler", "rate(1 minute)")]
+
+
+def test_the_notifier_reads_new_mailbox_entries_from_the_stream_with_partial_batch_failures_and_a_dlq():
+    """docs/protocol.md 10.3: the table's stream, filtered to INSERTs of mailbox entries, in
+    batches, powertools' partial-batch responses, bisect and bounded retries, then an SQS DLQ."""
+    resources = _resources()
+    assert resources["Table"]["Properties"]["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    (source,) = resources["NotifierFunction"]["Properties"]["Events"].values()
+    assert source["Type"] == "DynamoDB"
+    props = source["Properties"]
+    assert props["Stream"] == {"Fn::GetAtt": ["Table", "StreamArn"]}
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert 1 <= props["BatchSize"] <= 100 and props["BisectBatchOnFunctionError"] is True
+    assert 0 < props["MaximumRetryAttempts"] <= 10
+    assert props["DestinationConfig"]["OnFailure"] == {
+        "Type": "SQS", "Destination": {"Fn::GetAtt": ["NotifierDeadLetterQueue", "Arn"]}}
+    assert resources["NotifierDeadLetterQueue"]["Type"] == "AWS::SQS::Queue"
+    (pattern,) = [json.loads(f["Pattern"]) for f in props["FilterCriteria"]["Filters"]]
+    assert pattern == {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"GSI3PK": {"S": [{"exists": True}]}}}}
+    source_text = (FUNCTIONS / "notifier.py").read_text(encoding="utf-8")
+    assert "process_partial_response" in source_text and "EventType.DynamoDBStreams" in source_text
 
 
 def test_table_schema(template):
@@ -154,10 +175,14 @@ def test_table_schema(template):
     assert props["KeySchema"] == [{"AttributeName": "PK", "KeyType": "HASH"},
                                   {"AttributeName": "SK", "KeyType": "RANGE"}]
     indexes = {i["IndexName"]: i for i in props["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"GSI1", "GSI2"}
+    assert set(indexes) == {"GSI1", "GSI2", "GSI3"}
     for name, index in indexes.items():
         assert [k["AttributeName"] for k in index["KeySchema"]] == [f"{name}PK", f"{name}SK"]
-        assert index["Projection"] == {"ProjectionType": "ALL"}
+        if name != "GSI3":
+            assert index["Projection"] == {"ProjectionType": "ALL"}
+    # the mailbox view (relaynet.mailbox) projects only what the inbox summary reads
+    assert indexes["GSI3"]["Projection"] == {"ProjectionType": "INCLUDE",
+                                             "NonKeyAttributes": ["kind", "createdAt", "senderInstance"]}
     assert all(a["AttributeType"] == "S" for a in props["AttributeDefinitions"])
     assert template.table.ttl_attribute == "ttl"
     assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
@@ -172,6 +197,8 @@ def test_configuration_reaches_every_function(template):
         "RELAYNET_CHANNEL_TTL_SECONDS": "7200",
         "RELAYNET_REPLY_WITHIN_SECONDS": "600",
         "RELAYNET_MAX_WAIT_SECONDS": "20",
+        "RELAYNET_PUSH_RETRY_BASE_SECONDS": "30",
+        "RELAYNET_PUSH_RETRY_WINDOW_SECONDS": "900",
     }
     assert env["POWERTOOLS_SERVICE_NAME"] == "relaynet"
     assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Relaynet"
@@ -229,7 +256,9 @@ def test_parameters_cover_the_configuration_and_reach_the_environment():
     env = doc["Globals"]["Function"]["Environment"]["Variables"]
     wanted = {"OfferTtlSeconds": "RELAYNET_OFFER_TTL_SECONDS", "PresenceTimeoutSeconds": "RELAYNET_PRESENCE_TIMEOUT_SECONDS",
               "ChannelTtlSeconds": "RELAYNET_CHANNEL_TTL_SECONDS", "ReplyWithinSeconds": "RELAYNET_REPLY_WITHIN_SECONDS",
-              "MaxWaitSeconds": "RELAYNET_MAX_WAIT_SECONDS", "LogLevel": "POWERTOOLS_LOG_LEVEL"}
+              "MaxWaitSeconds": "RELAYNET_MAX_WAIT_SECONDS", "LogLevel": "POWERTOOLS_LOG_LEVEL",
+              "PushRetryBaseSeconds": "RELAYNET_PUSH_RETRY_BASE_SECONDS",
+              "PushRetryWindowSeconds": "RELAYNET_PUSH_RETRY_WINDOW_SECONDS"}
     for param, variable in wanted.items():
         assert param in doc["Parameters"], param
         assert env[variable] == {"Ref": param}, variable
@@ -284,7 +313,13 @@ def test_sam_translates_the_template_with_the_authorizer_permission_and_one_role
     roles = [lid for lid, r in out.items() if r["Type"] == "AWS::IAM::Role"]
     assert len(roles) == len(functions) == len(handler_files())
     rules = [r for r in out.values() if r["Type"] == "AWS::Events::Rule"]
-    assert [r["Properties"]["ScheduleExpression"] for r in rules] == ["rate(1 minute)"]
+    assert [r["Properties"]["ScheduleExpression"] for r in rules] == ["rate(1 minute)"] * 2
+    mappings = [r["Properties"] for r in out.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
+    assert [m["FunctionName"] for m in mappings] == [{"Ref": "NotifierFunction"}]
+    role = out["NotifierFunctionRole"]["Properties"]
+    statements = [st for pol in role.get("Policies", []) for st in pol["PolicyDocument"]["Statement"]]
+    assert any("sqs:SendMessage" in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])
+               for st in statements), "the notifier may not send to its DLQ"
 
 
 # --------------------------------------------------------------------------------------------

@@ -372,6 +372,9 @@ class LocalStack:
             self._serving = True
             if self.sweep_interval > 0 and self.template.schedules:
                 self._spawn("relaynet-local-sweep", self._sweep_loop)
+            from relaynet_local.streams import StreamRunner  # the stream functions (webhook notifier)
+
+            self._streams = StreamRunner(self.template, str(self.dynamodb_endpoint), self.table, self.invoke).start()
             self._write_state()
         except BaseException:
             self.stop()
@@ -383,6 +386,9 @@ class LocalStack:
     def stop(self) -> None:
         """Stop serving, the timer and moto; restore the environment. Safe to call twice."""
         self._stopping.set()
+        if getattr(self, "_streams", None) is not None:
+            self._streams.stop()
+            self._streams = None
         if self._http is not None:
             if self._serving:
                 self._http.shutdown()
@@ -640,7 +646,10 @@ def _relaynet_command() -> str:
 
 def mcp_config_text(tokens: dict[str, Any], url: str) -> str:
     """For each instance of the tokens document, a heading line and a ready-to-paste MCP client
-    configuration running ``relaynet mcp worker`` against ``url`` with that instance's token."""
+    configuration running ``relaynet mcp worker`` against ``url`` with that instance's token,
+    followed by the Claude Code hooks block for ``.claude/settings.json`` (relaynet.hook)."""
+    from relaynet.hook import settings_block
+
     command = _relaynet_command()
     blocks = []
     for network, info in (tokens.get("networks") or {}).items():
@@ -653,6 +662,9 @@ def mcp_config_text(tokens: dict[str, Any], url: str) -> str:
                 }}}
                 blocks.append(f"# {agent} #{n} ({instance.get('instanceId')}) in network {network}\n"
                               + json.dumps(config, indent=2))
+                blocks.append(f"# {agent} #{n}: Claude Code hooks for .claude/settings.json (or "
+                              f".claude/settings.local.json, which stays out of git)\n"
+                              + json.dumps(settings_block(command, url, instance["token"]), indent=2))
     return "\n\n".join(blocks)
 
 

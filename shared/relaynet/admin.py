@@ -39,6 +39,19 @@ class ResponsibilitySpec(_Spec):
     priority: int = 0
 
 
+class PushAuthenticationSpec(_Spec):
+    schemes: Annotated[list[str], Field(min_length=1, max_length=5)]
+    credentials: Optional[str] = None
+
+
+class PushSpec(_Spec):
+    """A definition's push endpoint (docs/protocol.md 10.3): A2A's push-notification config."""
+
+    url: Annotated[str, Field(min_length=1, max_length=2048)]
+    token: Annotated[str, Field(min_length=16, max_length=256)]
+    authentication: Optional[PushAuthenticationSpec] = None
+
+
 class AgentSpec(_Spec):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     description: str = ""
@@ -50,6 +63,7 @@ class AgentSpec(_Spec):
     resume: dict[str, Any] = {}
     skill_md: Optional[str] = None
     inbound_from: list[str] = ["*"]
+    push: Optional[PushSpec] = None
 
 
 class GroupSpec(_Spec):
@@ -105,6 +119,11 @@ def _check(specs: list[NetworkSpec]) -> None:
         slugs = {g.slug for g in spec.groups} | {g for a in spec.agents for g in a.groups}
         if agents & slugs:
             raise InvalidArgument(f"network {spec.network}: agent names and group slugs share one namespace: {sorted(agents & slugs)}")
+        from relaynet.push import check_url
+
+        for i, agent in enumerate(spec.agents):
+            if agent.push is not None:
+                check_url(agent.push.url, f"{spec.network}.agents[{i}].push.url")
         for group in spec.groups:
             unknown = set(group.members) - agents
             if unknown:

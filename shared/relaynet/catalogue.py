@@ -162,7 +162,8 @@ CONTROL_TOOLS: tuple[Tool, ...] = (
     Tool("control_delegate", "control", "ControlDelegateRequest",
          "Create a task for an agent, group, instance or resource on your owner's behalf (needs delegate)."),
     Tool("control_wake_agent", "control", "WakeRequest",
-         "Nudge an agent or instance with a notice in its inbox (needs operate)."),
+         "Nudge an agent or instance with a notice in its inbox, and a wake event to its push "
+         "endpoint if it has one (needs operate)."),
     Tool("control_launch_agent", "control", "LaunchRequest",
          "Register a new instance of an agent and get its token, shown once (needs operate)."),
     Tool("control_stop_agent", "control", "TwoStepRequest",
@@ -180,6 +181,44 @@ CONTROL_TOOLS: tuple[Tool, ...] = (
 )
 
 TOOLS: dict[str, Tool] = {t.name: t for t in (*WORKER_TOOLS, *PLUGIN_TOOLS, *CONTROL_TOOLS)}
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An HTTP endpoint beside the tools, never an MCP tool (the tool surfaces are fixed,
+    PROTOCOL.md 1): ``method path`` with operationId ``name``, for tokens of ``surface``.
+
+    ``model_name`` names the JSON body's model in ``relaynet.models.<surface>`` (None: no body).
+    """
+
+    name: str
+    surface: str
+    method: str
+    path: str
+    model_name: str | None
+    description: str
+
+    @property
+    def model(self) -> Type[Request] | None:
+        """The request body model, or None for an endpoint without a body."""
+        if self.model_name is None:
+            return None
+        return getattr(importlib.import_module(f"relaynet.models.{self.surface}"), self.model_name)
+
+
+#: The endpoints for clients that are not an LLM choosing tools: hooks, webhook set-up.
+ENDPOINTS: dict[str, Endpoint] = {e.name: e for e in (
+    Endpoint("inbox_summary", "worker", "GET", "/v1/inbox/summary", None,
+             "Count your undelivered messages by kind, and the oldest one's createdAt, without "
+             "delivering anything (network_inbox delivers). One DynamoDB request: cheap enough for "
+             "a hook to call before every prompt."),
+    Endpoint("push_config_set", "worker", "PUT", "/v1/push", "PushConfigRequest",
+             "Set this instance's push endpoint (A2A's push-notification config: url, token, "
+             "authentication): the hub POSTs a signed event there when mail, a task offer or a "
+             "wake-up arrives for it. Replaces the previous one; overrides its agent definition's."),
+    Endpoint("push_config_delete", "worker", "DELETE", "/v1/push", None,
+             "Remove this instance's own push endpoint (its agent definition's, if any, applies again)."),
+)}
 
 
 def surface(name: str) -> tuple[Tool, ...]:

@@ -1,5 +1,5 @@
 """The ``relaynet`` command (PROTOCOL.md 9): ``admin apply|launch``, ``serve``, ``store setup``,
-``mcp worker|plugin|control``, ``graph``.
+``mcp worker|plugin|control``, ``graph``, ``hook`` (a Claude Code hook, relaynet.hook).
 
 Results go to stdout as JSON; logs go to stderr.
 """
@@ -118,6 +118,12 @@ def _graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hook(args: argparse.Namespace) -> int:
+    from relaynet import hook
+
+    return hook.main()
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of the ``relaynet`` command."""
     p = argparse.ArgumentParser(prog="relaynet", description="Relaynet: a coordination hub for AI agents.")
@@ -161,6 +167,10 @@ def parser() -> argparse.ArgumentParser:
     graph.add_argument("--network", help="a network id (default: the representative's active network)")
     graph.add_argument("--json", action="store_true", help="print {nodes, edges} instead of Mermaid")
     graph.set_defaults(func=_graph)
+
+    hook = sub.add_parser("hook", help="a Claude Code hook (UserPromptSubmit, PostToolUse, Stop): says when "
+                                       "Relaynet mail waits (RELAYNET_URL, RELAYNET_TOKEN; event JSON on stdin)")
+    hook.set_defaults(func=_hook)
 
     mcp = sub.add_parser("mcp", help="stdio MCP bridge to the HTTP API (RELAYNET_URL, RELAYNET_TOKEN)")
     mcp.add_argument("surface", choices=["worker", "plugin", "control"])

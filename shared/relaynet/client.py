@@ -396,11 +396,36 @@ class RelaynetClient(_WorkerTools[dict[str, Any]]):
 
     def health(self) -> dict[str, Any]:
         """``GET /v1/health``: ``{"status": "ok", "version": ...}``. Raises :class:`ApiError`."""
+        return self.request("GET", "/v1/health")
+
+    def request(self, method: str, path: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One request to an endpoint beside the tools (docs/protocol.md 10), e.g.
+        ``request("GET", "/v1/inbox/summary")``; ``arguments`` is the JSON body (none when None).
+        Returns the JSON object; raises :class:`ApiError` as :meth:`call` does."""
         try:
-            response = self._http.get("/v1/health")
+            response = self._http.request(method, path, content=None if arguments is None else _body(arguments),
+                                          headers=None if arguments is None else {"Content-Type": "application/json"})
         except httpx.TransportError as exc:
             raise _transport_error(exc, self.url) from exc
         return _result_from_response(response)
+
+    def inbox_summary(self) -> dict[str, Any]:
+        """``GET /v1/inbox/summary``: ``{undelivered, byKind, oldestCreatedAt, complete}``,
+        delivering nothing (docs/protocol.md 10.1)."""
+        return self.request("GET", "/v1/inbox/summary")
+
+    def set_push(self, url: str, token: str, authentication: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``PUT /v1/push``: this instance's push endpoint (docs/protocol.md 10.3). ``token`` is
+        the signing secret (:func:`relaynet.webhooks.verify` checks events with it);
+        ``authentication`` is ``{"schemes": ["Bearer"], "credentials": "..."}`` or None."""
+        body: dict[str, Any] = {"url": url, "token": token}
+        if authentication is not None:
+            body["authentication"] = authentication
+        return self.request("PUT", "/v1/push", body)
+
+    def delete_push(self) -> dict[str, Any]:
+        """``DELETE /v1/push``: ``{removed: bool}``."""
+        return self.request("DELETE", "/v1/push")
 
     def close(self) -> None:
         """Close the connection pool."""

@@ -24,6 +24,14 @@ class Settings:
         reply_within: consulting reply window (``RELAYNET_REPLY_WITHIN_SECONDS``, 600).
         max_wait: longest server-side wait of one request (``RELAYNET_MAX_WAIT_SECONDS``, 20).
         sweep_batch: tasks one sweep run handles at most (``RELAYNET_SWEEP_BATCH``, 500).
+        push_retry_base: the first retry delay of a failed webhook delivery; each further retry
+            waits twice as long (``RELAYNET_PUSH_RETRY_BASE_SECONDS``, 30; fractions allowed).
+        push_retry_window: how long a delivery is retried before it is marked failed
+            (``RELAYNET_PUSH_RETRY_WINDOW_SECONDS``, 900).
+        push_timeout: seconds one webhook POST may take (``RELAYNET_PUSH_TIMEOUT_SECONDS``, 3).
+        push_allow_loopback: whether push URLs may be ``http`` to a loopback host and resolve to
+            private addresses (``RELAYNET_PUSH_ALLOW_LOOPBACK``; the local stack sets it, AWS
+            never does: there only ``https`` to public addresses is allowed).
     """
 
     table_name: str
@@ -33,6 +41,15 @@ class Settings:
     reply_within: int
     max_wait: int
     sweep_batch: int
+    push_retry_base: float = 30.0
+    push_retry_window: float = 900.0
+    push_timeout: float = 3.0
+    push_allow_loopback: bool = False
+
+
+def _float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return float(raw) if raw not in (None, "") else default
 
 
 def _int(name: str, default: int) -> int:
@@ -51,4 +68,8 @@ def settings() -> Settings:
         reply_within=_int("RELAYNET_REPLY_WITHIN_SECONDS", 600),
         max_wait=_int("RELAYNET_MAX_WAIT_SECONDS", 20),
         sweep_batch=_int("RELAYNET_SWEEP_BATCH", 500),
+        push_retry_base=_float("RELAYNET_PUSH_RETRY_BASE_SECONDS", 30.0),
+        push_retry_window=_float("RELAYNET_PUSH_RETRY_WINDOW_SECONDS", 900.0),
+        push_timeout=_float("RELAYNET_PUSH_TIMEOUT_SECONDS", 3.0),
+        push_allow_loopback=os.environ.get("RELAYNET_PUSH_ALLOW_LOOPBACK", "").lower() in ("1", "true", "yes"),
     )

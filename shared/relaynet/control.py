@@ -113,7 +113,7 @@ def list_agents(principal: Principal, network_id: str | None) -> dict[str, Any]:
     _, p = scope(principal, network_id, "observe")
     d = load(p.network_id)
     now = clock.now_ms()
-    return {"agents": [{**agent_view(a), "instances": [instance_view(i, now) for i in d.instances_of(name)]}
+    return {"agents": [{**agent_view(a), "instances": [instance_view(i, now, a) for i in d.instances_of(name)]}
                        for name, a in sorted(d.agents.items())], "nextCursor": None}
 
 
@@ -421,15 +421,14 @@ def delegate(principal: Principal, req) -> dict[str, Any]:
 def wake(principal: Principal, req) -> dict[str, Any]:
     """control_wake_agent: a ``notice`` (reason default ``explicit``) in the agent's or instance's
     mailbox; ``toInstance`` wins over ``toAgent``, one of them is required. Returns
-    ``{messageId, to}``. Instances have no webhook in this deployment's data model, so the notice
-    is the whole wake-up."""
+    ``{messageId, threadId, to}``. The notice's mailbox entry also fires the instance's (or, for
+    an agent, every instance's) push endpoint with a ``wake`` event (relaynet.push)."""
     from relaynet import messaging
 
     _, p = scope(principal, req.networkId, "operate")
     net = p.network_id
     if req.toInstance:
-        _instance(net, req.toInstance)
-        to = {"instanceId": req.toInstance}
+        to = {"instanceId": req.toInstance, "agent": _instance(net, req.toInstance)["agent"]}
     elif req.toAgent:
         if t.get(*k.agent(net, req.toAgent)) is None:
             raise NotFound(f"no agent named {req.toAgent!r}")
@@ -438,4 +437,4 @@ def wake(principal: Principal, req) -> dict[str, Any]:
         raise InvalidArgument("toAgent or toInstance is required", [{"field": "toAgent", "message": "required"},
                                                                    {"field": "toInstance", "message": "required"}])
     reason = req.reason or "explicit"
-    return messaging.notice(p, to, f"Wake up ({reason}): check network_inbox and your tasks.", reason)
+    return messaging.wake_notice(p, to, f"Wake up ({reason}): check network_inbox and your tasks.", reason)

@@ -69,19 +69,30 @@ def load(network_id: str) -> Directory:
 
 
 def agent_view(agent: dict[str, Any]) -> dict[str, Any]:
-    """``{name, description, capabilities, groups, responsibilities}`` of a definition."""
-    return {
+    """``{name, description, capabilities, groups, responsibilities}`` of a definition, plus
+    ``push: {url, authentication?}`` when it has a push endpoint (never its token)."""
+    from relaynet.push import public_config
+
+    out = {
         "name": agent["name"],
         "description": agent.get("description", ""),
         "capabilities": agent.get("capabilities", []),
         "groups": agent.get("groups", []),
         "responsibilities": agent.get("responsibilities", []),
     }
+    if agent.get("push"):
+        out["push"] = public_config(agent["push"])
+    return out
 
 
-def instance_view(inst: dict[str, Any], now_ms: int) -> dict[str, Any]:
-    """``{id, status, availability, capabilities, createdAt, lastSeenAt}`` of an instance."""
-    return {
+def instance_view(inst: dict[str, Any], now_ms: int, agent: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``{id, status, availability, capabilities, createdAt, lastSeenAt}`` of an instance, plus
+    ``push`` (relaynet.push.status_view: the endpoint in force for it and the last delivery's
+    status and failures) when it has an endpoint (its own or its definition ``agent``'s) or has
+    had a delivery."""
+    from relaynet.push import status_view
+
+    out = {
         "id": inst["id"],
         "status": status(inst),
         "availability": availability(inst, now_ms),
@@ -89,6 +100,10 @@ def instance_view(inst: dict[str, Any], now_ms: int) -> dict[str, Any]:
         "createdAt": inst["createdAt"],
         "lastSeenAt": clock.iso(int(inst["lastSeenAt"])),
     }
+    push = status_view(inst, agent)
+    if push is not None:
+        out["push"] = push
+    return out
 
 
 def whoami(principal: Principal) -> dict[str, Any]:
@@ -101,7 +116,7 @@ def whoami(principal: Principal) -> dict[str, Any]:
     if not inst or not agent or not meta:
         raise NotFound("this instance's definition no longer exists")
     return {
-        "instance": instance_view(inst, clock.now_ms()),
+        "instance": instance_view(inst, clock.now_ms(), agent),
         "agent": agent_view(agent),
         "network": {"id": net, "name": meta["name"]},
     }

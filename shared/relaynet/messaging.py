@@ -122,13 +122,27 @@ def _sender_instance(msg: dict[str, Any]) -> str:
 
 
 def mailbox_item(net: str, address: dict[str, str], msg: dict[str, Any]) -> dict[str, Any]:
-    """A mailbox entry carrying all of ``msg``, for ``address`` (``{"agent"}`` or ``{"instanceId"}``).
+    """A mailbox entry carrying all of ``msg``, for ``address``: ``{"agent"}``, or
+    ``{"instanceId", "agent"}`` (an instance's mailbox; ``agent`` is the instance's agent).
 
     ``senderInstance`` lets :func:`inbox` leave an instance's own messages to its agent's other
-    instances. Use :func:`mailbox_entry` when the thread copy is written in the same transaction.
+    instances; ``GSI3PK``/``GSI3SK`` put the entry in its agent's mailbox view
+    (:func:`relaynet.mailbox.summary`). Use :func:`mailbox_entry` when the thread copy is written
+    in the same transaction. Raises ValueError for an instance address without its agent.
     """
-    return {"PK": k.mailbox_pk(net, address), "SK": f"MSG#{msg['id']}", **msg,
-            "senderInstance": _sender_instance(msg)}
+    if not address.get("agent"):
+        raise ValueError(f"a mailbox address needs the agent (of the instance): {address!r}")
+    sk = f"MSG#{msg['id']}"
+    return {"PK": k.mailbox_pk(net, address), "SK": sk, **msg, "senderInstance": _sender_instance(msg),
+            "GSI3PK": k.mailbox_view(net, address["agent"]), "GSI3SK": sk}
+
+
+def instance_address(net: str, instance_id: str) -> dict[str, str]:
+    """``{"instanceId", "agent"}`` of an instance's mailbox (one GetItem); NotFound if unknown."""
+    inst = _get(*k.instance(net, instance_id))
+    if inst is None:
+        raise NotFound(f"no instance {instance_id!r} in this network")
+    return {"instanceId": instance_id, "agent": inst["agent"]}
 
 
 def _approx_size(item: dict[str, Any]) -> int:
@@ -143,7 +157,9 @@ def mailbox_entry(net: str, address: dict[str, str], msg: dict[str, Any]) -> dic
     if not msg.get("threadId") or _approx_size(item) <= INLINE_MAX_BYTES:
         return item
     return {"PK": item["PK"], "SK": item["SK"], "ref": "thread", "threadId": msg["threadId"], "kind": msg["kind"],
-            "senderInstance": item["senderInstance"]}
+            "createdAt": msg["createdAt"], "senderInstance": item["senderInstance"],
+            "taskId": msg.get("taskId"), "wakeReason": msg.get("wakeReason"),
+            "GSI3PK": item["GSI3PK"], "GSI3SK": item["GSI3SK"]}
 
 
 def thread_meta(net: str, thread_id: str, subject: str, participants: set[str], task_id: str | None = None,
@@ -174,12 +190,15 @@ def _request_hash(request: Any) -> str:
 
 
 def _address_code(address: dict[str, str]) -> str:
-    return f"I:{address['instanceId']}" if "instanceId" in address else f"A:{address['agent']}"
+    return f"I:{address['instanceId']}:{address['agent']}" if "instanceId" in address else f"A:{address['agent']}"
 
 
 def _address(code: str) -> dict[str, str]:
     kind, _, value = code.partition(":")
-    return {"instanceId": value} if kind == "I" else {"agent": value}
+    if kind == "I":
+        inst, _, agent = value.partition(":")
+        return {"instanceId": inst, "agent": agent}
+    return {"agent": value}
 
 
 def _chunk_token(msg_id: str, index: int) -> str:
@@ -320,7 +339,7 @@ def _recipients(net: str, principal: Principal, to_agent: str | None,
         if inst is None:
             raise NotFound(f"no instance {to_instance!r} in this network")
         # an instance never receives its own message: addressed to itself, it is only stored in the thread
-        boxes = [] if to_instance == principal.instance_id else [{"instanceId": to_instance}]
+        boxes = [] if to_instance == principal.instance_id else [{"instanceId": to_instance, "agent": inst["agent"]}]
         return {"instanceId": to_instance}, boxes, [inst["agent"]]
     if to_agent:
         keys = [k.agent(net, to_agent), k.group(net, to_agent)]
@@ -415,15 +434,17 @@ def _event(net: str, principal: Principal, msg: dict[str, Any], recipients: list
                                fromAgent=principal.speaker, toName=to_name, recipients=recipients[:200] or None)
 
 
-def notice(principal: Principal, to: dict[str, str], body: str, reason: str) -> dict[str, Any]:
-    """A ``notice`` in ``to``'s mailbox (``{"agent"}`` or ``{"instanceId"}``), in a new thread:
-    ``{messageId, threadId, to}`` (control_wake_agent)."""
+def wake_notice(principal: Principal, box: dict[str, str], body: str, reason: str) -> dict[str, Any]:
+    """A wake-up ``notice`` in mailbox ``box`` (``{"agent"}`` or ``{"instanceId", "agent"}``), in a
+    new thread: ``{messageId, threadId, to}`` (control_wake_agent). The message carries
+    ``wakeReason``, which makes the webhook notifier send a ``wake`` event (relaynet.push)."""
     net = principal.network_id
     thread_id = ids.new_id("thr")
-    msg = new_message("notice", thread_id, principal.actor, to, body, f"wake: {reason}")
+    to = {"instanceId": box["instanceId"]} if "instanceId" in box else {"agent": box["agent"]}
+    msg = new_message("notice", thread_id, principal.actor, to, body, f"wake: {reason}", wakeReason=reason)
     participants = [to["agent"]] if "agent" in to else []
     thread = thread_meta(net, thread_id, msg["subject"], {principal.speaker, *participants})
-    deliver(net, msg, [to], [t.tx_put(thread, "attribute_not_exists(PK)"), _event(net, principal, msg, participants)])
+    deliver(net, msg, [box], [t.tx_put(thread, "attribute_not_exists(PK)"), _event(net, principal, msg, participants)])
     return {"messageId": msg["id"], "threadId": thread_id, "to": to}
 
 

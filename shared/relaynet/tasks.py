@@ -26,7 +26,7 @@ from relaynet.config import settings
 from relaynet.directory import Directory, load
 from relaynet.errors import InvalidArgument, InvalidTransition, NotFound, PermissionDenied
 from relaynet.identity import Principal
-from relaynet.messaging import mailbox_entry, message_item, new_message, thread_meta
+from relaynet.messaging import instance_address, mailbox_entry, message_item, new_message, thread_meta
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import keys as k
 from relaynet.store import table as t
@@ -124,9 +124,15 @@ def _step(task: dict[str, Any], state: str, actor: dict[str, Any], now_ms: int, 
         task.pop("dueAt", None)
 
 
+def _public_to(box: dict[str, str]) -> dict[str, str]:
+    """The message's ``to`` for mailbox ``box``: ``{"instanceId"}`` or ``{"agent"}`` (PROTOCOL.md 3)."""
+    return {"instanceId": box["instanceId"]} if "instanceId" in box else {"agent": box["agent"]}
+
+
 def _notice(task: dict[str, Any], to: dict[str, str], actor: dict[str, Any], body: str) -> list[dict[str, Any]]:
-    """A ``task_update`` message in the task's thread and in the mailbox of address ``to``."""
-    msg = new_message("task_update", task["threadId"], actor, to, body, task["title"], task["id"], task.get("resource"),
+    """A ``task_update`` message in the task's thread and in mailbox ``to`` (``{"agent"}`` or
+    ``{"instanceId", "agent"}``)."""
+    msg = new_message("task_update", task["threadId"], actor, _public_to(to), body, task["title"], task["id"], task.get("resource"),
                       state=task["state"])
     net = task["networkId"]
     return [t.tx_put(message_item(net, msg)), t.tx_put(mailbox_entry(net, to, msg))]
@@ -162,7 +168,7 @@ def offer_actions(task: dict[str, Any], inst: dict[str, Any], now_ms: int, join_
                     "attribute_exists(PK) AND #st <> :stopped", names={"#st": "status"},
                     tid={task["id"]}, now=now_ms, stopped="stopped"),
         t.tx_put(message_item(net, msg)),
-        t.tx_put(mailbox_entry(net, {"instanceId": inst["id"]}, msg)),
+        t.tx_put(mailbox_entry(net, {"instanceId": inst["id"], "agent": inst["agent"]}, msg)),
         *(_join_thread(task, inst.get("agent")) if join_thread else []),
         events.event_action(net, "task", ROUTER, f"task {task['title']!r} offered to {inst.get('agent')}/{inst['id']}",
                             taskId=task["id"], state="offered", instanceId=inst["id"]),
@@ -445,7 +451,7 @@ def _move(principal: Principal, task: dict[str, Any], req: TaskUpdateRequest, d_
     if creator_agent:
         actions += _notice(task, {"agent": creator_agent}, principal.actor, body)
     if req.status == "cancelled" and assignee and state in HELD | {"offered"}:
-        actions += _notice(task, {"instanceId": assignee}, principal.actor, body)
+        actions += _notice(task, instance_address(net, assignee), principal.actor, body)
     return actions
 
 

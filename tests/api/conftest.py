@@ -17,21 +17,25 @@ FUNCTIONS = str(ROOT / "functions")
 
 def call(tool: str, body: Any = None, token: str | None = None, headers: dict[str, str] | None = None,
          raw: str | None = None) -> tuple[int, dict[str, Any], dict[str, str]]:
-    """(status, JSON body, headers) of ``POST /v1/tools/<tool>``."""
-    path = f"/v1/tools/{tool}"
-    route = f"POST {path}"
+    """(status, JSON body, headers) of ``POST /v1/tools/<tool>``, or of an endpoint's
+    ``method path`` when ``tool`` names one (relaynet.catalogue.ENDPOINTS)."""
+    from relaynet import catalogue
+
+    endpoint = catalogue.ENDPOINTS.get(tool)
+    method, path = (endpoint.method, endpoint.path) if endpoint else ("POST", f"/v1/tools/{tool}")
+    route = f"{method} {path}"
     given = {k.lower(): v for k, v in (headers or {}).items()}
     hdrs = [("content-type", given.pop("content-type", "application/json")), *given.items()]
     if token is not None:
         hdrs.append(("authorization", f"Bearer {token}"))
         auth = load_handler(FUNCTIONS, "authorizer.handler")(
-            authorizer_event("POST", path, route_key=route, identity=[f"Bearer {token}"], headers=hdrs), None)
+            authorizer_event(method, path, route_key=route, identity=[f"Bearer {token}"], headers=hdrs), None)
         assert auth["isAuthorized"] is True
         context = auth["context"]
     else:
         context = {}
     payload = raw if raw is not None else (json.dumps(body) if body is not None else None)
-    event = http_event("POST", path, route_key=route, headers=hdrs, body=payload, authorizer_context=context)
+    event = http_event(method, path, route_key=route, headers=hdrs, body=payload, authorizer_context=context)
     resp = load_handler(FUNCTIONS, f"{tool}.handler")(event, LambdaContext(tool, 29.0, 512))
     return resp["statusCode"], json.loads(resp["body"]), {k.lower(): v for k, v in (resp.get("headers") or {}).items()}
 

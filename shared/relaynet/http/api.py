@@ -148,14 +148,17 @@ class ToolApp:
     """
 
     def __init__(self, name: str, *, actions: Iterable[str]):
-        self.tool = catalogue.TOOLS[name]
-        self.tool.model.model_rebuild()  # its validator now, at init (request models defer_build)
+        self.tool: catalogue.Tool | catalogue.Endpoint = catalogue.TOOLS.get(name) or catalogue.ENDPOINTS[name]
+        self.method = getattr(self.tool, "method", "POST")
+        if self.tool.model is not None:
+            self.tool.model.model_rebuild()  # its validator now, at init (request models defer_build)
         self.actions = table.check_actions(actions)
         self.app = make_resolver()
         self._idempotency = None
 
     def route(self, func: Callable) -> Callable:
-        """Register ``func`` as ``POST /v1/tools/<name>`` (operationId = the tool name).
+        """Register ``func`` as ``POST /v1/tools/<name>`` (operationId = the tool name), or as an
+        endpoint's ``method path`` (:data:`relaynet.catalogue.ENDPOINTS`).
 
         ``func`` takes the catalogue's request model as its body (``Annotated[<Model>, Body()]``),
         so the handlers, the MCP bridge and the OpenAPI document share one schema; anything else
@@ -165,12 +168,14 @@ class ToolApp:
                   if typing.get_origin(hint) is typing.Annotated
                   and any(isinstance(m, Body) for m in hint.__metadata__)]
         models = [typing.get_args(hint)[0] for hint in bodies]
-        if models != [self.tool.model]:
-            raise TypeError(f"{self.tool.name}: the route must take Annotated[{self.tool.model.__name__}, Body()] "
-                            f"(the catalogue's model), found {[getattr(m, '__name__', m) for m in models]} "
-                            f"in {inspect.signature(func)}")
-        return self.app.post(self.tool.path, operation_id=self.tool.name, summary=self.tool.name,
-                             description=self.tool.description)(func)
+        want = [self.tool.model] if self.tool.model is not None else []
+        if models != want:
+            expected = (f"Annotated[{self.tool.model.__name__}, Body()] (the catalogue's model)"
+                        if self.tool.model is not None else "no body (the catalogue names no model)")
+            raise TypeError(f"{self.tool.name}: the route must take {expected}, found "
+                            f"{[getattr(m, '__name__', m) for m in models]} in {inspect.signature(func)}")
+        return self.app.route(self.tool.path, self.method, operation_id=self.tool.name, summary=self.tool.name,
+                              description=self.tool.description)(func)
 
     def caller(self) -> Principal:
         """The authenticated principal; 403 when its token belongs to another surface (PROTOCOL.md 1)."""

@@ -104,6 +104,20 @@ def _register(app: APIGatewayHttpResolver, tool: catalogue.Tool) -> None:
              tags=[tool.surface])(route)
 
 
+def _register_endpoint(app: APIGatewayHttpResolver, endpoint: catalogue.Endpoint) -> None:
+    model = endpoint.model
+    if model is None:
+        def route() -> dict:
+            raise NotImplementedError  # never called: the document only
+    else:
+        def route(request: Annotated[model, Body()]) -> dict:  # type: ignore[valid-type]
+            raise NotImplementedError
+
+    route.__name__ = endpoint.name
+    app.route(endpoint.path, endpoint.method, operation_id=endpoint.name, summary=endpoint.name,
+              description=endpoint.description, tags=[endpoint.surface])(route)
+
+
 def _complete(doc: dict[str, Any]) -> dict[str, Any]:
     """Replace powertools' validation responses by the error envelope; add the header and auth."""
     schemas, responses = _error_components()
@@ -137,6 +151,8 @@ def _document() -> str:
     app = APIGatewayHttpResolver(enable_validation=True)
     for tool in catalogue.TOOLS.values():
         _register(app, tool)
+    for endpoint in catalogue.ENDPOINTS.values():
+        _register_endpoint(app, endpoint)
     doc = json.loads(app.get_openapi_json_schema(title="Relaynet", version=__version__,
                                                  description="A coordination hub for AI agents."))
     return json.dumps(_complete(doc))

@@ -131,3 +131,23 @@ class RegisterCapabilitiesRequest(Request):
                 raise ValueError(f"duplicate capability id {cap.id!r}")
             seen.add(cap.id)
         return caps
+
+
+class PushAuthentication(Request):
+    """A2A's ``PushNotificationAuthenticationInfo``: how the hub authenticates to the receiver.
+    The first scheme is sent as ``Authorization: <scheme> <credentials>`` (e.g. ``Bearer``)."""
+
+    schemes: Annotated[list[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]{0,31}$")]],
+                       Field(min_length=1, max_length=5)]
+    credentials: Optional[Annotated[str, Field(min_length=1, max_length=2048)]] = None
+
+
+class PushConfigRequest(Request):
+    """``PUT /v1/push`` (docs/protocol.md 10.3): A2A's ``PushNotificationConfig`` shape. ``token``
+    is the shared secret the hub signs every event with (HMAC-SHA256, ``X-Relaynet-Signature``);
+    it is never sent, echoed or shown."""
+
+    url: Annotated[str, Field(min_length=1, max_length=2048, description="Where the hub POSTs events: https "
+                                                                         "(http only to a loopback host locally)")]
+    token: Annotated[str, Field(min_length=16, max_length=256, description="The signing secret, 16 to 256 characters")]
+    authentication: Optional[PushAuthentication] = None

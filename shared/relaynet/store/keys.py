@@ -21,6 +21,9 @@ tasks that are ``pending`` (not parked) or ``offered``; a pending task nobody is
 group has a marker item (``NET#<net>#WAIT`` / ``<wait key>``) listed under ``GSI1PK = WAITING``.
 GSI2 (listings): ``GSI2PK = NET#<net>#TASKS``,
 ``GSI2SK = <task id>`` on every task (newest first by ULID).
+GSI3 (mailbox view, keys and ``kind``/``createdAt``/``senderInstance`` only): every mailbox entry
+of an agent and of each of its instances under ``GSI3PK = NET#<net>#MBOXV#<agent>``,
+``GSI3SK = MSG#<msg>``, so one Query counts what an instance could fetch (``GET /v1/inbox/summary``).
 """
 
 from __future__ import annotations
@@ -82,6 +85,11 @@ def mailbox_pk(net_id: str, address: dict) -> str:
     if "instanceId" in address:
         return f"{net(net_id)}#MBOX#I#{address['instanceId']}"
     return f"{net(net_id)}#MBOX#A#{address['agent']}"
+
+
+def mailbox_view(net_id: str, agent: str) -> str:
+    """GSI3PK of every mailbox entry of ``agent`` and of its instances (the inbox summary)."""
+    return f"{net(net_id)}#MBOXV#{agent}"
 
 
 def send_record(net_id: str, digest: str) -> tuple[str, str]:
@@ -211,3 +219,29 @@ def conversation(rep: str, conversation_id: str) -> str:
 def channels_index(net_id: str) -> str:
     """GSI2 partition listing every channel head of a network."""
     return f"{net(net_id)}#CHANNELS"
+
+
+# Webhook deliveries (relaynet.push): a delivery that failed and waits for a retry, per
+# instance; GSI1 ``PUSHRETRY`` lists the retrying ones by when they are due.
+PUSH_RETRY = "PUSHRETRY"
+
+
+def push_delivery(net_id: str, inst_id: str, delivery_id: str) -> tuple[str, str]:
+    return f"{net(net_id)}#PUSH#{inst_id}", f"DLV#{delivery_id}"
+
+
+def push_due_sk(due_ms: int, net_id: str, inst_id: str, delivery_id: str) -> str:
+    return f"{due_ms:013d}#{net_id}#{inst_id}#{delivery_id}"
+
+
+def parse_mailbox_pk(pk: str) -> tuple[str, dict[str, str]] | None:
+    """``(net_id, {"agent": a} | {"instanceId": i})`` of a mailbox partition key, else None."""
+    if not pk.startswith("NET#") or "#MBOX#" not in pk:
+        return None
+    head, _, tail = pk.partition("#MBOX#")
+    kind, _, ident = tail.partition("#")
+    if kind == "A" and ident:
+        return head.removeprefix("NET#"), {"agent": ident}
+    if kind == "I" and ident:
+        return head.removeprefix("NET#"), {"instanceId": ident}
+    return None

@@ -268,10 +268,14 @@ def query(
     filter_expr: str | None = None,
     filter_values: dict[str, Any] | None = None,
     filter_names: dict[str, str] | None = None,
-) -> list[dict[str, Any]]:
+    one_page: bool = False,
+) -> Any:
     """Items of one partition, in sort-key order, following pages until ``limit`` items.
 
-    ``index`` names a GSI (``GSI1``/``GSI2``: keys ``GSIxPK``/``GSIxSK``; never consistent).
+    ``index`` names a GSI (``GSI1``/``GSI2``/``GSI3``: keys ``GSIxPK``/``GSIxSK``; never
+    consistent). With ``one_page``, exactly one request is made (``limit`` is its ``Limit``:
+    items *evaluated*, before the filter) and the answer is ``(items, more)``, ``more`` being
+    whether DynamoDB stopped before the end of the partition.
     """
     pk_attr, sk_attr = ("PK", "SK") if index is None else (f"{index}PK", f"{index}SK")
     cond = "#pk = :pk"
@@ -305,6 +309,11 @@ def query(
         names.update(filter_names or {})
     kwargs["ExpressionAttributeNames"] = names
     kwargs["ExpressionAttributeValues"] = vals
+    if one_page:
+        if limit is not None:
+            kwargs["Limit"] = max(limit, 1)
+        resp = client().query(**kwargs)
+        return [decode(raw) for raw in resp.get("Items", [])], bool(resp.get("LastEvaluatedKey"))
     items: list[dict[str, Any]] = []
     for item in _pages(kwargs, limit):
         items.append(item)

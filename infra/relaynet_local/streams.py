@@ -1,0 +1,250 @@
+"""DynamoDB Streams for the local stack: the template's stream-triggered functions (the webhook
+notifier) run from the same changes as in AWS.
+
+In AWS, Lambda polls the table's stream and invokes the function with batches of records
+(``{"Records": [...]}``, each ``{eventID, eventName, eventVersion, eventSource: "aws:dynamodb",
+awsRegion, dynamodb: {Keys, NewImage, SequenceNumber, SizeBytes, StreamViewType,
+ApproximateCreationDateTime}, eventSourceARN}``), filtered by the event source's
+``FilterCriteria``. Here :class:`StreamRunner` does the same against the local store's Streams API
+(moto's server and DynamoDB Local both serve it at the DynamoDB endpoint): it polls every shard
+of the table's latest stream, turns what ``GetRecords`` answers into Lambda's record shape, keeps
+the records the filter patterns match, and invokes the function in batches of at most
+``BatchSize``. A record the function reports in ``batchItemFailures`` (powertools' partial batch
+response) is retried up to ``MaximumRetryAttempts`` times, then logged as what AWS would send to
+the ``OnFailure`` destination.
+
+Only the event-filter subset the template uses is implemented (:func:`matches`): exact values in
+a list, ``{"exists": true|false}`` and ``{"prefix": "..."}``, nested objects; a pattern using
+anything else raises :class:`relaynet_local.template.TemplateError` at start.
+
+The table's stream is switched on here, when the stack starts (``UpdateTable``), not by
+:func:`relaynet_local.template.create_table`: moto's in-process tables deep-copy their stream
+records in every transaction, so the unit tests' tables stay without one. (moto's *server*
+keeps every record of the stream for its lifetime, so a long-running moto-backed hub slows
+down as it goes; DynamoDB Local trims its streams after 24 hours, as AWS does.)
+
+The runner also sets ``RELAYNET_PUSH_ALLOW_LOOPBACK=true`` (unless set) for its lifetime:
+webhooks to ``http://127.0.0.1`` receivers are how a local stack is used.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from relaynet_local.template import Function, Template, TemplateError
+
+log = logging.getLogger("relaynet_local.streams")
+
+POLL_SECONDS = 0.1
+
+
+@dataclass
+class StreamSource:
+    """One ``Type: DynamoDB`` event source of a function (the properties the runner honours)."""
+
+    function: Function
+    batch_size: int
+    max_retries: int
+    patterns: list[dict[str, Any]]
+
+
+def stream_sources(template: Template) -> list[StreamSource]:
+    """The template's DynamoDB stream event sources on its table."""
+    out = []
+    table_id = template.table.logical_id if template.table else None
+    for lid, resource in template.document["Resources"].items():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        for source in ((resource.get("Properties") or {}).get("Events") or {}).values():
+            props = source.get("Properties") or {}
+            if source.get("Type") != "DynamoDB" or props.get("Stream") != {"Fn::GetAtt": [table_id, "StreamArn"]}:
+                continue
+            patterns = [json.loads(f["Pattern"]) for f in ((props.get("FilterCriteria") or {}).get("Filters") or [])]
+            for pattern in patterns:
+                _check_pattern(pattern)
+            retries = props.get("MaximumRetryAttempts", -1)
+            out.append(StreamSource(template.functions[lid], int(props.get("BatchSize", 100)),
+                                    10_000 if int(retries) < 0 else int(retries), patterns))
+    return out
+
+
+def _check_pattern(pattern: Any) -> None:
+    if isinstance(pattern, dict):
+        for value in pattern.values():
+            _check_pattern(value)
+    elif isinstance(pattern, list):
+        for rule in pattern:
+            if isinstance(rule, dict) and not (set(rule) <= {"exists", "prefix"}):
+                raise TemplateError(f"the local stack does not implement the filter rule {rule}")
+    else:
+        raise TemplateError(f"a filter pattern value must be a list or an object, not {pattern!r}")
+
+
+def matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:
+    """Whether ``event`` (a Lambda stream record) matches an event-filter ``pattern`` (the subset
+    the module docstring names)."""
+    for key, rule in pattern.items():
+        present = isinstance(event, dict) and key in event
+        value = event.get(key) if isinstance(event, dict) else None
+        if isinstance(rule, dict):
+            if not present or not matches(rule, value):
+                return False
+            continue
+        ok = False
+        for option in rule:
+            if isinstance(option, dict) and "exists" in option:
+                ok = present == bool(option["exists"])
+            elif isinstance(option, dict) and "prefix" in option:
+                ok = present and isinstance(value, str) and value.startswith(option["prefix"])
+            else:
+                ok = present and value == option
+            if ok:
+                break
+        if not ok:
+            return False
+    return True
+
+
+def lambda_record(record: dict[str, Any], stream_arn: str, region: str) -> dict[str, Any]:
+    """A ``GetRecords`` record as Lambda passes it to the function (times as epoch seconds)."""
+    body = dict(record.get("dynamodb") or {})
+    when = body.get("ApproximateCreationDateTime")
+    if hasattr(when, "timestamp"):
+        body["ApproximateCreationDateTime"] = float(int(when.timestamp()))
+    return {"eventID": record.get("eventID"), "eventName": record.get("eventName"),
+            "eventVersion": record.get("eventVersion", "1.1"), "eventSource": "aws:dynamodb",
+            "awsRegion": record.get("awsRegion") or region, "dynamodb": body, "eventSourceARN": stream_arn}
+
+
+class StreamRunner:
+    """Polls the local table's stream and invokes the stream functions (module docstring).
+
+    ``invoke(function, event)`` runs a function as the stack does (its container cache);
+    ``endpoint`` and ``table`` name the store. :meth:`start` returns at once when the template has
+    no stream function; records written before :meth:`start` are not delivered (``LATEST``).
+    """
+
+    def __init__(self, template: Template, endpoint: str, table: str,
+                 invoke: Callable[[Function, dict[str, Any]], Any], poll_seconds: float = POLL_SECONDS):
+        self.sources = stream_sources(template)
+        self.table_properties = template.table.properties if template.table else {}
+        self.endpoint, self.table, self.invoke, self.poll_seconds = endpoint, table, invoke, poll_seconds
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._saved_env: str | None = None
+        self._set_env = False
+        self.stream_arn: str | None = None
+
+    def start(self) -> "StreamRunner":
+        if not self.sources:
+            return self
+        import boto3
+
+        if "RELAYNET_PUSH_ALLOW_LOOPBACK" not in os.environ:
+            os.environ["RELAYNET_PUSH_ALLOW_LOOPBACK"] = "true"
+            self._set_env = True
+            _clear_settings()
+        ddb = boto3.client("dynamodb", endpoint_url=self.endpoint)
+        self._streams = boto3.client("dynamodbstreams", endpoint_url=self.endpoint)
+        self.region = ddb.meta.region_name
+        desc = ddb.describe_table(TableName=self.table)["Table"]
+        if not desc.get("LatestStreamArn"):  # create_table leaves streams out (moto copies them per transaction)
+            view = (self.table_properties.get("StreamSpecification") or {}).get("StreamViewType", "NEW_IMAGE")
+            ddb.update_table(TableName=self.table, StreamSpecification={"StreamEnabled": True, "StreamViewType": view})
+            desc = ddb.describe_table(TableName=self.table)["Table"]
+        self.stream_arn = desc["LatestStreamArn"]
+        self._iterators: dict[str, str | None] = {}
+        for shard in self._shards():
+            if "EndingSequenceNumber" not in shard.get("SequenceNumberRange", {}):
+                self._iterators[shard["ShardId"]] = self._iterator(shard["ShardId"], "LATEST")
+            else:
+                self._iterators[shard["ShardId"]] = None  # closed before we started: nothing new in it
+        self._thread = threading.Thread(target=self._loop, name="relaynet-local-streams", daemon=True)
+        self._thread.start()
+        log.info("stream functions %s on %s", [s.function.logical_id for s in self.sources], self.stream_arn)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+        if self._set_env:
+            os.environ.pop("RELAYNET_PUSH_ALLOW_LOOPBACK", None)
+            self._set_env = False
+            _clear_settings()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _shards(self) -> list[dict[str, Any]]:
+        shards, start = [], None
+        while True:
+            kwargs = {"StreamArn": self.stream_arn, **({"ExclusiveStartShardId": start} if start else {})}
+            desc = self._streams.describe_stream(**kwargs)["StreamDescription"]
+            shards += desc.get("Shards", [])
+            start = desc.get("LastEvaluatedShardId")
+            if not start:
+                return shards
+
+    def _iterator(self, shard_id: str, kind: str) -> str:
+        return self._streams.get_shard_iterator(StreamArn=self.stream_arn, ShardId=shard_id,
+                                                ShardIteratorType=kind)["ShardIterator"]
+
+    def _loop(self) -> None:
+        last_scan = 0.0
+        while not self._stop.wait(self.poll_seconds):
+            try:
+                if time.monotonic() - last_scan > 2.0:  # new shards appear as old ones close
+                    last_scan = time.monotonic()
+                    for shard in self._shards():
+                        if shard["ShardId"] not in self._iterators:
+                            self._iterators[shard["ShardId"]] = self._iterator(shard["ShardId"], "TRIM_HORIZON")
+                for shard_id, iterator in list(self._iterators.items()):
+                    if iterator is None:
+                        continue
+                    resp = self._streams.get_records(ShardIterator=iterator, Limit=1000)
+                    self._iterators[shard_id] = resp.get("NextShardIterator")
+                    records = [lambda_record(r, self.stream_arn, self.region) for r in resp.get("Records", [])]
+                    if records:
+                        self._dispatch(records)
+            except Exception:  # noqa: BLE001 - logged; the next poll tries again
+                if not self._stop.is_set():
+                    log.exception("polling the stream failed")
+
+    def _dispatch(self, records: list[dict[str, Any]]) -> None:
+        for source in self.sources:
+            wanted = [r for r in records if not source.patterns or any(matches(p, r) for p in source.patterns)]
+            for i in range(0, len(wanted), source.batch_size):
+                self._run(source, wanted[i:i + source.batch_size])
+
+    def _run(self, source: StreamSource, batch: list[dict[str, Any]]) -> None:
+        for attempt in range(source.max_retries + 1):
+            try:
+                result = self.invoke(source.function, {"Records": batch})
+            except Exception:  # noqa: BLE001 - the whole batch failed: retried as Lambda would
+                log.exception("%s failed on a batch of %d records", source.function.logical_id, len(batch))
+                failed = {r["dynamodb"].get("SequenceNumber") for r in batch}
+            else:
+                failed = {f.get("itemIdentifier") for f in (result or {}).get("batchItemFailures") or []}
+            if not failed:
+                return
+            # Lambda retries from the first failed record on (stream order is kept)
+            first = min(i for i, r in enumerate(batch) if r["dynamodb"].get("SequenceNumber") in failed)
+            batch = batch[first:]
+        log.error("%s: %d stream records failed %d times; AWS would send them to the OnFailure destination "
+                  "(sequence numbers %s)", source.function.logical_id, len(batch), source.max_retries + 1,
+                  [r["dynamodb"].get("SequenceNumber") for r in batch])
+
+
+def _clear_settings() -> None:
+    import sys
+
+    config = sys.modules.get("relaynet.config")
+    if config is not None:
+        config.settings.cache_clear()

@@ -1,0 +1,62 @@
+"""The inbox summary (``GET /v1/inbox/summary``, docs/protocol.md "Inbox summary"): what an
+instance's ``network_inbox`` would hand out, counted without handing anything out.
+
+An instance fetches from two mailboxes, two partitions of the table: its own
+(``NET#<net>#MBOX#I#<inst>``) and its agent's (``NET#<net>#MBOX#A#<agent>``). A base-table
+Query reads one partition, so the summary reads the agent's *mailbox view* instead: GSI3, where
+every mailbox entry of the agent and of each of its instances is listed under
+``GSI3PK = NET#<net>#MBOXV#<agent>`` with only its keys, ``kind``, ``createdAt`` and
+``senderInstance`` projected. One Query of that partition, filtered to this instance's two
+mailboxes and to messages it did not send itself (the same rule as ``network_inbox``), is the
+whole summary: one DynamoDB request, no write, nothing delivered.
+
+Why not counters: counts kept in the mailbox write transactions would be one hot item per
+mailbox that every concurrent send and fetch writes in its transaction (TransactionConflict
+under load), would take a transaction slot per mailbox in a fan-out and two in a 100-message
+fetch (which already fills the 100-item limit), and cannot give the oldest ``createdAt`` after
+a delete. The view costs one extra index write per mailbox entry put and deleted (entries are
+under 1 KB, so one write unit each) and is eventually consistent: a message committed a moment
+ago may be missing from the summary for the index's propagation delay (typically well under a
+second in AWS; DynamoDB Local and moto update their indexes synchronously).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relaynet.identity import Principal
+from relaynet.store import keys as k
+from relaynet.store import table as t
+
+#: Entries evaluated by the one Query (its ``Limit``): the projected entries are about 150
+#: bytes, so this stays far below the 1 MB page; beyond it the counts are a lower bound
+#: (``complete`` false) rather than a second request.
+SUMMARY_LIMIT = 2000
+
+
+def summary(principal: Principal) -> dict[str, Any]:
+    """``GET /v1/inbox/summary``: ``{undelivered, byKind, oldestCreatedAt, complete}``.
+
+    ``undelivered`` is the number of messages ``network_inbox`` would hand this instance now
+    (its own mailbox and its agent's, its own messages left out), ``byKind`` counts them by
+    message kind (only kinds present), ``oldestCreatedAt`` is the oldest one's ``createdAt``
+    (RFC 3339, null when there is none), ``complete`` is false when the agent's mailboxes hold
+    more than :data:`SUMMARY_LIMIT` entries (the counts then cover the oldest of them).
+    Delivers nothing and writes nothing. One Query of GSI3 (module docstring).
+    """
+    net = principal.network_id
+    me = principal.instance_id
+    own = k.mailbox_pk(net, {"instanceId": me})
+    agents = k.mailbox_pk(net, {"agent": principal.agent})
+    items, more = t.query(k.mailbox_view(net, principal.agent), index="GSI3", limit=SUMMARY_LIMIT, one_page=True,
+                          filter_expr="(PK = :own OR PK = :agents) AND senderInstance <> :me",
+                          filter_values=t.values(own=own, agents=agents, me=me))
+    by_kind: dict[str, int] = {}
+    oldest: str | None = None
+    for entry in items:
+        by_kind[entry["kind"]] = by_kind.get(entry["kind"], 0) + 1
+        created = entry.get("createdAt")
+        if created and (oldest is None or created < oldest):
+            oldest = created
+    return {"undelivered": sum(by_kind.values()), "byKind": by_kind, "oldestCreatedAt": oldest,
+            "complete": not more}

@@ -1,0 +1,340 @@
+"""Webhooks (docs/protocol.md 10.3): tell an instance's push endpoint that mail, a task offer or a
+wake-up arrived for it, signed, retried, and recorded where a representative sees it.
+
+- **Configs** have A2A's push-notification-config shape (``url``, ``token``, optional
+  ``authentication {schemes, credentials}``). The operator sets one per agent definition in the
+  network spec (``push``); an instance sets its own with ``PUT /v1/push``, which wins over its
+  definition's. ``token`` is the HMAC secret: stored, never sent, never shown.
+- **Events** come from the table's change stream: every mailbox entry put (an INSERT carrying
+  ``GSI3PK``, relaynet.messaging.mailbox_item) is one piece of mail. An instance mailbox entry
+  notifies that instance; an agent mailbox entry notifies each non-stopped instance of the agent
+  except its sender. Each (message, instance) with a config is one delivery:
+  ``{event, networkId, instanceId, messageId, taskId?, kind, createdAt, deliveryId}`` where
+  ``event`` is ``wake`` (a control_wake_agent notice), ``task_offer`` or ``message``. Never the
+  body: the receiver fetches mail with ``network_inbox``.
+- **Signing** (relaynet.webhooks): ``X-Relaynet-Timestamp`` (Unix seconds) and
+  ``X-Relaynet-Signature: v1=<hex HMAC-SHA256("<timestamp>.<body>", token)>``, timestamped at
+  each attempt; the receiver refuses anything older than 5 minutes.
+- **Retries**: the stream handler makes the first attempt and never waits; a failed attempt
+  (no 2xx within ``push_timeout``) writes a delivery item listed in GSI1 ``PUSHRETRY`` by when it
+  is due, with delays ``base, 2 base, 4 base, ...`` from the first attempt
+  (``RELAYNET_PUSH_RETRY_BASE_SECONDS``, 30) while less than ``RELAYNET_PUSH_RETRY_WINDOW_SECONDS``
+  (900) has passed; :func:`retry_due` (the scheduled push-retry function) makes the retries. The
+  attempt at or after the window's end that fails marks the delivery ``failed``.
+- **Status**: every attempt records ``pushLastStatus`` (the HTTP status, 0 for none),
+  ``pushLastAttemptAt`` and ``pushLastError`` on the instance item, a success
+  ``pushLastDeliveredAt``, a delivery marked failed adds one to ``pushFailures``;
+  :func:`status_view` shows them in control_list_agents and network_whoami.
+- **Targets**: in AWS only ``https`` URLs whose host resolves to public addresses only (checked
+  when set, by literal, and before every attempt, by resolution); redirects are not followed.
+  With ``RELAYNET_PUSH_ALLOW_LOOPBACK`` (the local stack) ``http`` to a loopback host and private
+  addresses are allowed too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import socket
+import time
+import urllib.parse
+from typing import Any
+
+from relaynet import clock, webhooks
+from relaynet.config import settings
+from relaynet.errors import InvalidArgument
+from relaynet.identity import Principal
+from relaynet.store import keys as k
+from relaynet.store import table as t
+
+LEASE_MS = 60_000          # a retry run owns a due delivery this long (longer than one attempt)
+FAILED_KEEP_SECONDS = 7 * 24 * 3600
+RETRY_BATCH = 100          # due deliveries one retry run takes at most
+USER_AGENT = "relaynet-webhooks/1"
+
+
+# --------------------------------------------------------------------------- configs
+
+def _bad(field: str, message: str) -> InvalidArgument:
+    return InvalidArgument(f"{field}: {message}", [{"field": field, "message": message}])
+
+
+def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def _is_loopback_host(host: str) -> bool:
+    host = host.rstrip(".").lower()
+    ip = _ip(host)
+    return host == "localhost" or host.endswith(".localhost") or (ip is not None and ip.is_loopback)
+
+
+def check_url(url: str, field: str = "url") -> str:
+    """``url`` if it may be a push target here, else InvalidArgument naming ``field``.
+
+    Rules (docs/protocol.md 10.3): an absolute ``https`` URL with a host and no user info; in
+    AWS its host may not be a loopback, private, link-local or reserved address literal, nor
+    ``localhost``. With ``push_allow_loopback`` (local stack) ``http`` to a loopback host is
+    allowed and private addresses too.
+    """
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    local = settings().push_allow_loopback
+    if parts.scheme not in ("https", "http") or not host:
+        raise _bad(field, "must be an absolute https URL")
+    if parts.username is not None or parts.password is not None:
+        raise _bad(field, "must not carry user info (use authentication)")
+    if parts.scheme == "http" and not (local and _is_loopback_host(host)):
+        raise _bad(field, "must be https" + (" (http only to a loopback host)" if local else ""))
+    try:
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        raise _bad(field, "has an invalid port") from None
+    if not local:
+        ip = _ip(host)
+        if _is_loopback_host(host) or (ip is not None and not ip.is_global):
+            raise _bad(field, "must not be a loopback, private, link-local or reserved address")
+    return url
+
+
+def target_error(url: str) -> str | None:
+    """Why ``url`` may not be contacted now, or None: :func:`check_url`'s rules again, and in
+    AWS every address its host resolves to must be public (a name that resolves to a private
+    address is refused here, before connecting)."""
+    try:
+        check_url(url)
+    except InvalidArgument as exc:
+        return exc.message
+    if settings().push_allow_loopback:
+        return None
+    parts = urllib.parse.urlsplit(url)
+    try:
+        infos = socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"cannot resolve {parts.hostname}: {exc}"
+    for info in infos:
+        ip = ipaddress.ip_address(info[4][0].split("%", 1)[0])
+        if not ip.is_global or ip.is_multicast:
+            return f"{parts.hostname} resolves to a non-public address ({ip})"
+    return None
+
+
+def config_item(url: str, token: str, authentication: dict[str, Any] | None) -> dict[str, Any]:
+    """The stored config (``authentication`` as ``{schemes, credentials?}``, or absent)."""
+    out: dict[str, Any] = {"url": url, "token": token}
+    if authentication:
+        out["authentication"] = {key: v for key, v in authentication.items() if v is not None}
+    return out
+
+
+def public_config(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What may be shown of a config: ``{url, authentication: {schemes}}``, never the token or
+    the credentials."""
+    if not config:
+        return None
+    out: dict[str, Any] = {"url": config["url"]}
+    if config.get("authentication"):
+        out["authentication"] = {"schemes": list(config["authentication"].get("schemes") or [])}
+    return out
+
+
+def set_config(principal: Principal, req: Any) -> dict[str, Any]:
+    """``PUT /v1/push``: this instance's own config (replaces the previous one).
+    Returns ``{push: {url, authentication?}, source: "instance"}``. Raises InvalidArgument."""
+    check_url(req.url)
+    auth = req.authentication.model_dump() if req.authentication is not None else None
+    config = config_item(req.url, req.token, auth)
+    t.update(*k.instance(principal.network_id, principal.instance_id), "SET push = :p",
+             condition="attribute_exists(PK)", p=config)
+    return {"push": public_config(config), "source": "instance"}
+
+
+def delete_config(principal: Principal) -> dict[str, Any]:
+    """``DELETE /v1/push``: remove this instance's own config; ``{removed: bool}`` (false when it
+    had none). Its definition's config, if any, applies again."""
+    removed = t.update(*k.instance(principal.network_id, principal.instance_id), "REMOVE push",
+                       condition="attribute_exists(push)")
+    return {"removed": bool(removed)}
+
+
+def effective(inst: dict[str, Any], agent: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
+    """(config, ``"instance"`` | ``"definition"``) that applies to ``inst``, or (None, None)."""
+    if inst.get("push"):
+        return inst["push"], "instance"
+    if agent and agent.get("push"):
+        return agent["push"], "definition"
+    return None, None
+
+
+def status_view(inst: dict[str, Any], agent: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The push block of an instance entry (control_list_agents, network_whoami):
+    ``{url, source, lastStatus, lastAttemptAt, lastDeliveredAt, lastError, failures}``, None
+    when neither a config nor a delivery exists."""
+    config, source = effective(inst, agent)
+    if config is None and "pushLastAttemptAt" not in inst:
+        return None
+    iso = lambda ms: clock.iso(int(ms)) if ms is not None else None  # noqa: E731
+    return {"url": config["url"] if config else None, "source": source,
+            "lastStatus": inst.get("pushLastStatus"), "lastAttemptAt": iso(inst.get("pushLastAttemptAt")),
+            "lastDeliveredAt": iso(inst.get("pushLastDeliveredAt")), "lastError": inst.get("pushLastError"),
+            "failures": int(inst.get("pushFailures", 0))}
+
+
+# --------------------------------------------------------------------------- events
+
+def delivery_id(message_id: str, instance_id: str) -> str:
+    """The same for every attempt of one (message, instance): receivers deduplicate on it."""
+    return "dlv_" + hashlib.sha256(f"{message_id}#{instance_id}".encode("utf-8")).hexdigest()[:32]
+
+
+def event_for(net: str, entry: dict[str, Any], instance_id: str) -> dict[str, Any]:
+    """The event a mailbox entry makes for one instance (never the message body)."""
+    message_id = entry["SK"].removeprefix("MSG#")
+    kind = entry["kind"]
+    name = "wake" if entry.get("wakeReason") else "task_offer" if kind == "task_offer" else "message"
+    event = {"event": name, "networkId": net, "instanceId": instance_id, "messageId": message_id, "kind": kind,
+             "createdAt": entry.get("createdAt"), "deliveryId": delivery_id(message_id, instance_id)}
+    if entry.get("taskId"):
+        event["taskId"] = entry["taskId"]
+    return event
+
+
+def post(config: dict[str, Any], event: dict[str, Any]) -> tuple[int, str | None]:
+    """One signed POST of ``event`` to ``config``: ``(HTTP status or 0, error or None)``."""
+    import httpx
+
+    problem = target_error(config["url"])
+    if problem:
+        return 0, problem
+    body = json.dumps(event, separators=(",", ":"), sort_keys=True)
+    stamp = int(time.time())
+    headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
+               "X-Relaynet-Event": event["event"], "X-Relaynet-Delivery": event["deliveryId"],
+               webhooks.TIMESTAMP_HEADER: str(stamp),
+               webhooks.SIGNATURE_HEADER: webhooks.sign(config["token"], stamp, body)}
+    auth = config.get("authentication") or {}
+    if auth.get("credentials") and auth.get("schemes"):
+        headers["Authorization"] = f"{auth['schemes'][0]} {auth['credentials']}"
+    try:
+        response = httpx.post(config["url"], content=body.encode("utf-8"), headers=headers,
+                              timeout=settings().push_timeout, follow_redirects=False)
+    except httpx.HTTPError as exc:
+        return 0, f"{type(exc).__name__}: {str(exc)[:200]}"
+    if 200 <= response.status_code < 300:
+        return response.status_code, None
+    return response.status_code, f"HTTP {response.status_code}"
+
+
+def _record(net: str, inst_id: str, status: int, error: str | None, now_ms: int, final_failure: bool) -> None:
+    """The instance's push status after an attempt (docstring of the module)."""
+    sets = ["pushLastStatus = :s", "pushLastAttemptAt = :now"]
+    vals: dict[str, Any] = {"s": status, "now": now_ms}
+    expr = ""
+    if error is None:
+        sets.append("pushLastDeliveredAt = :now")
+        expr = " REMOVE pushLastError"
+    else:
+        sets.append("pushLastError = :e")
+        vals["e"] = error[:300]
+    if final_failure:
+        expr += " ADD pushFailures :one"
+        vals["one"] = 1
+    t.update(*k.instance(net, inst_id), "SET " + ", ".join(sets) + expr, condition="attribute_exists(PK)", **vals)
+
+
+def _due(first_ms: int, attempts: int) -> int:
+    """When retry number ``attempts`` (1-based) is due: base x (2^attempts - 1) after the first
+    attempt, at most the window's end."""
+    cfg = settings()
+    offset = cfg.push_retry_base * (2 ** attempts - 1)
+    return first_ms + int(min(offset, cfg.push_retry_window) * 1000)
+
+
+def attempt(net: str, inst_id: str, config: dict[str, Any], event: dict[str, Any], attempts: int = 0,
+            first_ms: int | None = None) -> str:
+    """Try one delivery now; schedule its retry or mark it failed. ``attempts`` is how many
+    attempts failed before this one, ``first_ms`` when the first was made. Returns
+    ``"delivered"``, ``"retrying"`` or ``"failed"``."""
+    now = clock.now_ms()
+    first = now if first_ms is None else first_ms
+    status, error = post(config, event)
+    key = k.push_delivery(net, inst_id, event["deliveryId"])
+    if error is None:
+        _record(net, inst_id, status, None, now, False)
+        if attempts:
+            t.delete_if(*key, "attribute_exists(PK)")
+        return "delivered"
+    failures = attempts + 1
+    final = now - first >= settings().push_retry_window * 1000
+    item = {"PK": key[0], "SK": key[1], "type": "pushDelivery", "networkId": net, "instanceId": inst_id,
+            "event": event, "attempts": failures, "firstAttemptAt": first, "lastAttemptAt": now,
+            "lastStatus": status, "lastError": error[:300]}
+    if final:
+        item.update(state="failed", ttl=now // 1000 + FAILED_KEEP_SECONDS)
+    else:
+        due = max(_due(first, failures), now)
+        item.update(state="retrying", nextAttemptAt=due, GSI1PK=k.PUSH_RETRY,
+                    GSI1SK=k.push_due_sk(due, net, inst_id, event["deliveryId"]),
+                    ttl=first // 1000 + int(settings().push_retry_window) + FAILED_KEEP_SECONDS)
+    t.put(item)
+    _record(net, inst_id, status, error, now, final)
+    return "failed" if final else "retrying"
+
+
+def notify(entry: dict[str, Any]) -> dict[str, int]:
+    """Deliver the events of one new mailbox entry (a stream INSERT's new image); counts by
+    outcome. Entries that are not mailbox entries are ignored. Raises on DynamoDB errors (the
+    stream record is then retried), never on a receiver's failure."""
+    from relaynet.directory import load, status
+
+    parsed = k.parse_mailbox_pk(str(entry.get("PK", "")))
+    if parsed is None or not str(entry.get("SK", "")).startswith("MSG#") or "kind" not in entry:
+        return {}
+    net, box = parsed
+    d = load(net)
+    if "instanceId" in box:
+        inst = d.instances.get(box["instanceId"])
+        targets = [inst] if inst is not None and status(inst) != "stopped" else []
+    else:
+        targets = [i for i in d.instances_of(box["agent"])
+                   if status(i) != "stopped" and i["id"] != entry.get("senderInstance")]
+    outcomes: dict[str, int] = {}
+    for inst in targets:
+        config, _ = effective(inst, d.agents.get(inst["agent"]))
+        if config is None:
+            continue
+        outcome = attempt(net, inst["id"], config, event_for(net, entry, inst["id"]))
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return outcomes
+
+
+def retry_due(limit: int = RETRY_BATCH) -> dict[str, int]:
+    """The scheduled push-retry run: every delivery whose retry is due, once. Each is leased
+    first (a conditional update of its due key), so parallel runs never both send it; one
+    whose instance is gone or stopped, or has no config any more, is dropped."""
+    from relaynet.directory import load, status
+
+    now = clock.now_ms()
+    due = t.query(k.PUSH_RETRY, index="GSI1", sk_between=("0", f"{now:013d}~"), limit=limit)
+    dirs: dict[str, Any] = {}
+    stats = {"due": len(due), "delivered": 0, "retrying": 0, "failed": 0, "dropped": 0}
+    for item in due:
+        net, inst_id = item["networkId"], item["instanceId"]
+        lease = k.push_due_sk(now + LEASE_MS, net, inst_id, item["event"]["deliveryId"])
+        if not t.update(item["PK"], item["SK"], "SET GSI1SK = :lease", condition="GSI1SK = :seen",
+                        lease=lease, seen=item["GSI1SK"]):
+            continue  # another run took it, or it was delivered and deleted
+        d = dirs.get(net) or dirs.setdefault(net, load(net))
+        inst = d.instances.get(inst_id)
+        config = effective(inst, d.agents.get(inst["agent"]))[0] if inst and status(inst) != "stopped" else None
+        if config is None:
+            t.delete_if(item["PK"], item["SK"], "attribute_exists(PK)")
+            stats["dropped"] += 1
+            continue
+        outcome = attempt(net, inst_id, config, item["event"], int(item["attempts"]), int(item["firstAttemptAt"]))
+        stats[outcome] += 1
+    return stats
