@@ -309,20 +309,44 @@ def info(principal: Principal, channel_id: str) -> dict[str, Any]:
             "envelopes": [envelope_view(e) for e in visible]}
 
 
-def list_channels(principal: Principal, state: str = "active", limit: int = 20) -> dict[str, Any]:
-    """channels ``list``: channels the caller's agent participates in, newest first."""
+def list_channels(principal: Principal, state: str = "active", limit: int = 20,
+                  cursor: str | None = None) -> dict[str, Any]:
+    """channels ``list``: ``{channels, nextCursor}``, the channels the caller's agent participates
+    in, newest first (PROTOCOL.md 5.6, 2 "Lists"); a bad cursor is InvalidArgument."""
+    from relaynet import cursors
+
     net = principal.network_id
-    refs = t.query(k.memberships_pk(net, principal.agent), forward=False)
-    heads = t.batch_get([k.channel_head(net, r["channel_id"]) for r in refs]) if refs else {}
+    listing = cursors.Listing("channels.list", principal, state=state)
+    after = listing.position(cursor)
     now = clock.now_ms()
-    out = []
+
+    def heads():
+        # membership items newest first, their heads read a batch at a time
+        refs = t.iterate(k.memberships_pk(net, principal.agent), forward=False, page_size=100,
+                         sk_lt=k.membership(net, principal.agent, after)[1] if after else None)
+        batch: list[dict[str, Any]] = []
+        for ref in refs:
+            batch.append(ref)
+            if len(batch) == 100:
+                yield from _with_heads(net, batch)
+                batch = []
+        yield from _with_heads(net, batch)
+
+    def accept(pair: tuple[str, dict[str, Any] | None]) -> bool:
+        head = pair[1]
+        return head is not None and (state == "all" or effective_state(head, now) == "active")
+
+    page, last = cursors.page_scan(heads(), lambda pair: pair[0], accept, limit)
+    return {"channels": [view(head, now) for _, head in page], "nextCursor": listing.next_cursor(last)}
+
+
+def _with_heads(net: str, refs: list[dict[str, Any]]):
+    """(channel id, its head or None) for membership items ``refs``, in their order."""
+    if not refs:
+        return
+    heads = t.batch_get([k.channel_head(net, r["channel_id"]) for r in refs])
     for r in refs:
-        head = heads.get(k.channel_head(net, r["channel_id"]))
-        if head and (state == "all" or effective_state(head, now) == "active"):
-            out.append(view(head, now))
-        if len(out) >= limit:
-            break
-    return {"channels": out, "nextCursor": None}
+        yield r["channel_id"], heads.get(k.channel_head(net, r["channel_id"]))
 
 
 def _reply_of(envs: list[dict[str, Any]]) -> str | None:

@@ -74,9 +74,20 @@ def whoami(principal: Principal) -> dict[str, Any]:
     return {"representative": {"id": rep["id"], "name": rep["name"]}, "grants": nets, "activeNetwork": active}
 
 
-def list_networks(principal: Principal) -> dict[str, Any]:
-    """control_list_networks: ``{networks: [{networkId, name, grant}]}``."""
-    return {"networks": _networks(representative(principal)), "nextCursor": None}
+def list_networks(principal: Principal, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+    """control_list_networks: ``{networks: [{networkId, name, grant}], nextCursor}``, the networks
+    the representative holds a grant on, by network id (creation order), paged by id
+    (PROTOCOL.md 2 "Lists"; a bad cursor is InvalidArgument)."""
+    from relaynet import cursors
+
+    listing = cursors.Listing("control_list_networks", principal)
+    after = listing.position(cursor)
+    rep = representative(principal)
+    chunk, last = cursors.page_sorted(sorted(rep.get("grants") or {}), lambda net: net, after, limit)
+    metas = t.batch_get([k.network(n) for n in chunk]) if chunk else {}
+    nets = [{"networkId": n, "name": (metas.get(k.network(n)) or {}).get("name"), "grant": rep["grants"][n]}
+            for n in chunk]
+    return {"networks": nets, "nextCursor": listing.next_cursor(last)}
 
 
 def use_network(principal: Principal, network_id: str) -> dict[str, Any]:
@@ -108,13 +119,20 @@ def network_status(principal: Principal, network_id: str | None) -> dict[str, An
             "activeClaims": len(claims.active_for_network(p.network_id)), "openChannels": open_channels}
 
 
-def list_agents(principal: Principal, network_id: str | None) -> dict[str, Any]:
-    """control_list_agents: definitions with their instances."""
+def list_agents(principal: Principal, network_id: str | None, limit: int = 50,
+                cursor: str | None = None) -> dict[str, Any]:
+    """control_list_agents: ``{agents, nextCursor}``, definitions with their instances, by name
+    (PROTOCOL.md 2 "Lists"; a bad cursor is InvalidArgument)."""
+    from relaynet import cursors
+
     _, p = scope(principal, network_id, "observe")
+    listing = cursors.Listing("control_list_agents", p)
+    after = listing.position(cursor)
     d = load(p.network_id)
     now = clock.now_ms()
-    return {"agents": [{**agent_view(a), "instances": [instance_view(i, now) for i in d.instances_of(name)]}
-                       for name, a in sorted(d.agents.items())], "nextCursor": None}
+    page, last = cursors.page_sorted(sorted(d.agents), lambda name: name, after, limit)
+    return {"agents": [{**agent_view(d.agents[name]), "instances": [instance_view(i, now) for i in d.instances_of(name)]}
+                       for name in page], "nextCursor": listing.next_cursor(last)}
 
 
 def find_agents(principal: Principal, network_id: str | None, resource_key: str | None,
@@ -127,14 +145,18 @@ def find_agents(principal: Principal, network_id: str | None, resource_key: str 
 
 def list_tasks(principal: Principal, network_id: str | None, status: str | None, limit: int,
                cursor: str | None) -> dict[str, Any]:
-    """control_list_tasks: task summaries, newest first (``cursor`` = the last id of a page)."""
-    from relaynet import tasks
+    """control_list_tasks: ``{tasks, nextCursor}``, task summaries newest first, optionally of
+    one ``status`` (PROTOCOL.md 2 "Lists"; a page reads at most 1,000 tasks of the listing index;
+    a bad cursor is InvalidArgument)."""
+    from relaynet import cursors, tasks
 
     _, p = scope(principal, network_id, "observe")
-    items = [i for i in _all_tasks(p.network_id) if (status is None or i["state"] == status)
-             and (cursor is None or i["id"] < cursor)]
-    page = items[:limit]
-    return {"tasks": [tasks.summary(i) for i in page], "nextCursor": page[-1]["id"] if len(items) > limit else None}
+    listing = cursors.Listing("control_list_tasks", p, status=status)
+    after = listing.position(cursor)
+    walk = t.iterate(k.tasks_index(p.network_id), index="GSI2", forward=False, sk_lt=after, page_size=100)
+    page, last = cursors.page_scan(walk, lambda task: task["id"], lambda task: status is None or task["state"] == status,
+                                   limit)
+    return {"tasks": [tasks.summary(i) for i in page], "nextCursor": listing.next_cursor(last)}
 
 
 def task_status(principal: Principal, network_id: str | None, task_id: str) -> dict[str, Any]:
@@ -170,9 +192,14 @@ def list_blocked(principal: Principal, network_id: str | None) -> dict[str, Any]
 
 
 def history(principal: Principal, network_id: str | None, limit: int, cursor: str | None) -> dict[str, Any]:
-    """control_get_history: ``{events, nextCursor}``, newest first."""
+    """control_get_history: ``{events, nextCursor}``, newest first (PROTOCOL.md 2 "Lists"; a bad
+    cursor is InvalidArgument)."""
+    from relaynet import cursors
+
     _, p = scope(principal, network_id, "observe")
-    return events.recent(p.network_id, limit, cursor)
+    listing = cursors.Listing("control_get_history", p)
+    page = events.recent(p.network_id, limit, listing.position(cursor))
+    return {"events": page["events"], "nextCursor": listing.next_cursor(page["after"])}
 
 
 def get_thread(principal: Principal, network_id: str | None, thread_id: str) -> dict[str, Any]:
@@ -376,12 +403,21 @@ def channel_send(principal: Principal, body: str, conversation_id: str | None) -
     return {"messageId": msg_id, "conversationId": conv}
 
 
-def channel_history(principal: Principal, conversation_id: str | None, limit: int) -> dict[str, Any]:
-    """control_channel_history: ``{messages}`` of that conversation, oldest first (the last ``limit``)."""
+def channel_history(principal: Principal, conversation_id: str | None, limit: int,
+                    cursor: str | None = None) -> dict[str, Any]:
+    """control_channel_history: ``{messages, nextCursor}``: the newest ``limit`` messages of that
+    conversation, oldest first within the page; ``nextCursor`` pages back to older ones
+    (PROTOCOL.md 2 "Lists"; a bad cursor is InvalidArgument)."""
+    from relaynet import cursors
+
     conv = conversation_id or "default"
-    items = t.query(k.conversation(principal.rep, conv), sk_prefix="MSG#", forward=False, limit=limit)
-    return {"messages": [{f: i[f] for f in ("id", "conversationId", "from", "body", "createdAt")} for i in reversed(items)],
-            "nextCursor": None}
+    listing = cursors.Listing("control_channel_history", principal, conversationId=conv)
+    after = listing.position(cursor)
+    walk = t.iterate(k.conversation(principal.rep, conv), sk_lt=f"MSG#{after}" if after else "MSG#~",
+                     forward=False, page_size=limit + 1)
+    page, last = cursors.page_scan(walk, lambda i: i["id"], lambda i: i["SK"].startswith("MSG#"), limit)
+    return {"messages": [{f: i[f] for f in ("id", "conversationId", "from", "body", "createdAt")} for i in reversed(page)],
+            "nextCursor": listing.next_cursor(last)}
 
 
 def _worker(model, req, **extra):

@@ -256,6 +256,7 @@ def query(
     *,
     sk_prefix: str | None = None,
     sk_gt: str | None = None,
+    sk_lt: str | None = None,
     sk_between: tuple[str, str] | None = None,
     index: str | None = None,
     forward: bool = True,
@@ -269,6 +270,35 @@ def query(
 
     ``index`` names a GSI (``GSI1``/``GSI2``: keys ``GSIxPK``/``GSIxSK``; never consistent).
     """
+    items: list[dict[str, Any]] = []
+    for item in iterate(pk, sk_prefix=sk_prefix, sk_gt=sk_gt, sk_lt=sk_lt, sk_between=sk_between, index=index,
+                        forward=forward, page_size=limit, consistent=consistent, filter_expr=filter_expr,
+                        filter_values=filter_values, filter_names=filter_names):
+        items.append(item)
+        if limit is not None and len(items) >= limit:
+            break
+    return items
+
+
+def iterate(
+    pk: str,
+    *,
+    sk_prefix: str | None = None,
+    sk_gt: str | None = None,
+    sk_lt: str | None = None,
+    sk_between: tuple[str, str] | None = None,
+    index: str | None = None,
+    forward: bool = True,
+    page_size: int | None = None,
+    consistent: bool = True,
+    filter_expr: str | None = None,
+    filter_values: dict[str, Any] | None = None,
+    filter_names: dict[str, str] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Items of one partition in sort-key order, lazily: the next page (``page_size`` items per
+    Query, DynamoDB's 1 MB page when None) is requested only when the caller iterates past the
+    previous one. Arguments as :func:`query`; ``sk_lt`` keeps sort keys below it (a list cursor
+    walking newest first)."""
     pk_attr, sk_attr = ("PK", "SK") if index is None else (f"{index}PK", f"{index}SK")
     cond = "#pk = :pk"
     names = {"#pk": pk_attr}
@@ -281,6 +311,10 @@ def query(
         cond += " AND #sk > :skg"
         names["#sk"] = sk_attr
         vals[":skg"] = {"S": sk_gt}
+    elif sk_lt is not None:
+        cond += " AND #sk < :skl"
+        names["#sk"] = sk_attr
+        vals[":skl"] = {"S": sk_lt}
     elif sk_between is not None:
         cond += " AND #sk BETWEEN :ska AND :skb"
         names["#sk"] = sk_attr
@@ -301,12 +335,7 @@ def query(
         names.update(filter_names or {})
     kwargs["ExpressionAttributeNames"] = names
     kwargs["ExpressionAttributeValues"] = vals
-    items: list[dict[str, Any]] = []
-    for item in _pages(kwargs, limit):
-        items.append(item)
-        if limit is not None and len(items) >= limit:
-            break
-    return items
+    yield from _pages(kwargs, page_size)
 
 
 def _pages(kwargs: dict[str, Any], limit: int | None) -> Iterator[dict[str, Any]]:
