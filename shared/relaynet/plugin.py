@@ -100,7 +100,9 @@ def tasks_tool(principal: Principal, req: m.TasksRequest, on_terminal=None) -> d
 
 
 def wait(principal: Principal, task_id: str, timeout_s: int) -> dict[str, Any]:
-    """tasks ``wait``: the summary once terminal, or ``{done: false}`` after at most
+    """tasks ``wait`` (PROTOCOL.md 5.7): once the task is terminal (at once if it already is), its
+    summary ``{id, title, state, creator, target, assignee, resource, createdAt, updatedAt}`` with
+    ``done: true``; ``{done: false}`` if it is not terminal after at most
     ``min(timeout, RELAYNET_MAX_WAIT_SECONDS)``. An unknown id is 404 at once."""
     from relaynet import tasks
 
@@ -108,9 +110,9 @@ def wait(principal: Principal, task_id: str, timeout_s: int) -> dict[str, Any]:
     while True:
         task = tasks.load_task(principal.network_id, task_id)
         if task["state"] in TERMINAL:
-            return {"done": True, "task": tasks.summary(task)}
+            return {**tasks.summary(task), "done": True}
         if time.monotonic() >= deadline:
-            return {"done": False, "task": tasks.summary(task)}
+            return {"done": False}
         time.sleep(min(WAIT_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
 
 
