@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 from collections import Counter
-from typing import Any
+from typing import Any, Callable
 
 from relaynet import clock, events, ids
 from relaynet.directory import agent_view, candidates, instance_view, load
@@ -43,10 +43,13 @@ def _order(rep: dict[str, Any]) -> list[str]:
     return order + sorted(n for n in grants if n not in order)
 
 
-def scope(principal: Principal, network_id: str | None, needed: str | None) -> tuple[dict[str, Any], Principal]:
+def scope(principal: Principal, network_id: str | None, needed: str | None,
+          exists: Callable[[str], Any] | None = None) -> tuple[dict[str, Any], Principal]:
     """(the representative item, a principal bound to the network the call acts in).
 
-    Raises NotFound (no grant at all on that network, or none on any), PermissionDenied (grant
+    Checks in the protocol's order (PROTOCOL.md 2: existence before permission): the network
+    (NotFound: no grant at all on it, or none on any), then ``exists(network id)`` when given (it
+    raises NotFound for a named object that is not in the network), then the grant (PermissionDenied
     below ``needed``; PROTOCOL.md 6).
     """
     rep = representative(principal)
@@ -54,9 +57,31 @@ def scope(principal: Principal, network_id: str | None, needed: str | None) -> t
     net = network_id or rep.get("activeNetwork") or next(iter(_order(rep)), None)
     if net is None or net not in grants:
         raise NotFound(f"no network {network_id!r} for this representative" if network_id else "no granted network")
+    if exists is not None:
+        exists(net)
     if needed and LEVELS.index(grants[net]) < LEVELS.index(needed):
         raise PermissionDenied(f"this needs the {needed!r} grant on {net}; you have {grants[net]!r}")
     return rep, Principal("representative", network_id=net, rep=principal.rep)
+
+
+def objects(task_id: str | None = None, thread_id: str | None = None, instance_id: str | None = None,
+            name: str | None = None, agent: str | None = None, claim_id: str | None = None) -> Callable[[str], None]:
+    """An ``exists`` check for :func:`scope`: NotFound for the first named object missing from the
+    network (``name``: an agent or group; ``agent``: an agent definition; a claim live or ended)."""
+    def check(net: str) -> None:
+        if instance_id and t.get(*k.instance(net, instance_id)) is None:
+            raise NotFound(f"no instance {instance_id!r} in this network")
+        if name and t.get(*k.agent(net, name)) is None and t.get(*k.group(net, name)) is None:
+            raise NotFound(f"no agent or group named {name!r}")
+        if agent and t.get(*k.agent(net, agent)) is None:
+            raise NotFound(f"no agent named {agent!r} in this network")
+        if thread_id and t.get(*k.thread(net, thread_id)) is None:
+            raise NotFound(f"no thread {thread_id!r} in this network")
+        if task_id and t.get(*k.task(net, task_id)) is None:
+            raise NotFound(f"no task {task_id!r} in this network")
+        if claim_id and t.get(*k.claim(net, claim_id)) is None and t.get(*k.ended_claim(net, claim_id)) is None:
+            raise NotFound(f"no claim {claim_id!r} in this network")
+    return check
 
 
 def _networks(rep: dict[str, Any]) -> list[dict[str, Any]]:
@@ -321,7 +346,7 @@ def stop_agent(principal: Principal, network_id: str | None, instance_id: str,
     releases its claims and returns every non-terminal task offered or assigned to it to pending."""
     from relaynet import claims, tasks
 
-    rep, p = scope(principal, network_id, "operate")
+    rep, p = scope(principal, network_id, "operate", objects(instance_id=instance_id))
     net = p.network_id
     inst = _instance(net, instance_id)
     if confirmation_id is None:
@@ -346,7 +371,7 @@ def restart_agent(principal: Principal, network_id: str | None, instance_id: str
     clears ``stopped`` and the instance's declared capabilities; returns ``{instanceId, token}``."""
     from relaynet.identity import INSTANCE_PREFIX, hash_token, mint_token, token_item
 
-    rep, p = scope(principal, network_id, "operate")
+    rep, p = scope(principal, network_id, "operate", objects(instance_id=instance_id))
     net = p.network_id
     inst = _instance(net, instance_id)
     if confirmation_id is None:
@@ -371,7 +396,7 @@ def launch_agent(principal: Principal, network_id: str | None, agent: str) -> di
     """control_launch_agent: a new instance; ``{instanceId, token}`` (the token is shown once)."""
     from relaynet.identity import launch_instance
 
-    _, p = scope(principal, network_id, "operate")
+    _, p = scope(principal, network_id, "operate", objects(agent=agent))
     return launch_instance(p.network_id, agent)
 
 
@@ -380,7 +405,7 @@ def release_claim(principal: Principal, network_id: str | None, claim_id: str) -
     from relaynet import claims
     from relaynet.models.worker import ReleaseRequest
 
-    _, p = scope(principal, network_id, "operate")
+    _, p = scope(principal, network_id, "operate", objects(claim_id=claim_id))
     return claims.release(p, ReleaseRequest(claimId=claim_id), any_holder=True)
 
 
@@ -389,7 +414,7 @@ def cancel_task(principal: Principal, network_id: str | None, task_id: str, reas
     from relaynet import claims, tasks
     from relaynet.models.worker import TaskUpdateRequest
 
-    _, p = scope(principal, network_id, "delegate")
+    _, p = scope(principal, network_id, "delegate", objects(task_id=task_id))
     return tasks.update(p, TaskUpdateRequest(taskId=task_id, status="cancelled", reason=reason),
                         on_terminal=claims.release_for_task)
 
@@ -431,7 +456,9 @@ def ask(principal: Principal, req) -> dict[str, Any]:
     from relaynet import messaging
     from relaynet.models.worker import AskRequest
 
-    _, p = scope(principal, req.networkId, "communicate")
+    to = {} if req.toInstance else {"name": req.toAgent}
+    _, p = scope(principal, req.networkId, "communicate",
+                 objects(instance_id=req.toInstance, thread_id=req.threadId, task_id=req.taskId, **to))
     return messaging.ask(p, _worker(AskRequest, req))
 
 
@@ -441,7 +468,7 @@ def reply(principal: Principal, req) -> dict[str, Any]:
     from relaynet import messaging
     from relaynet.models.worker import ReplyRequest
 
-    _, p = scope(principal, req.networkId, "communicate")
+    _, p = scope(principal, req.networkId, "communicate", objects(thread_id=req.threadId))
     return messaging.reply(p, _worker(ReplyRequest, req))
 
 
@@ -450,7 +477,8 @@ def delegate(principal: Principal, req) -> dict[str, Any]:
     from relaynet import tasks
     from relaynet.models.worker import DelegateRequest
 
-    _, p = scope(principal, req.networkId, "delegate")
+    to = {} if req.toInstance else {"name": req.toAgent}
+    _, p = scope(principal, req.networkId, "delegate", objects(instance_id=req.toInstance, **to))
     return tasks.delegate(p, _worker(DelegateRequest, req))
 
 
@@ -461,7 +489,8 @@ def wake(principal: Principal, req) -> dict[str, Any]:
     is the whole wake-up."""
     from relaynet import messaging
 
-    _, p = scope(principal, req.networkId, "operate")
+    to = {} if req.toInstance else {"agent": req.toAgent}
+    _, p = scope(principal, req.networkId, "operate", objects(instance_id=req.toInstance, **to))
     net = p.network_id
     if req.toInstance:
         _instance(net, req.toInstance)
