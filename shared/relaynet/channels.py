@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from relaynet import adapters, clock, events, ids, peers
+from relaynet import adapters, clock, events, ids, limits, peers
 from relaynet.adapters import AdapterError, Send
 from relaynet.config import settings
 from relaynet.directory import load
@@ -143,13 +143,16 @@ def send(principal: Principal, channel_id: str, attempt: Send, content: Any, aud
          event_type: str = "text", head: dict[str, Any] | None = None) -> dict[str, Any]:
     """Post an envelope if the adapter allows it. Returns ``{envelope_id, seq, channel_state,
     next_speaker}``. ``head``: the channel head as the caller just wrote it, used instead of
-    reading it for the first attempt (a stale one fails the head's condition and is read again).
+    reading it for the first attempt (a stale one fails the head's condition and is read again;
+    open, which passes it, has checked the abuse limits already).
 
     Raises NotFound, PermissionDenied (non-participant), InvalidArgument (audience or handoff
-    target not a participant), Conflict ``channel_closed`` | ``not_your_turn`` | ``wrong_tool``.
+    target not a participant), Conflict ``channel_closed`` | ``not_your_turn`` | ``wrong_tool``,
+    RateLimited (a recipient's mailbox is full: relaynet.limits; nothing is written).
     """
     net = principal.network_id
-    for _ in range(_MAX_RACES):
+    seeding = head is not None  # open's seed: open checked the limits before creating the channel
+    for race in range(_MAX_RACES):
         now = clock.now_ms()
         channel = head if head is not None else load_channel(net, channel_id)
         head = None
@@ -166,6 +169,8 @@ def send(principal: Principal, channel_id: str, attempt: Send, content: Any, aud
         decision = a.decide(channel["adapter_state"], attempt, now)
         if not decision.accepted:
             raise Conflict(decision.refusal, decision.message)
+        if race == 0 and not seeding:  # abuse limits (relaynet.limits), once, before anything is written
+            limits.check_mailboxes(net, [{"agent": n} for n in (audience or members) if n != principal.agent])
         seq = int(channel["seq"]) + 1
         env, actions = _envelope_actions(net, channel, decision.state, seq, principal.agent, event_type, content,
                                          audience, now, closing=decision.close_reason)
@@ -237,6 +242,8 @@ def open_channel(principal: Principal, channel_type: str, targets: list[str], kn
                    for mpk, msk in (k.membership(net, n, ch_id) for n in members)]
     opened_event = events.event_action(net, "channel", principal.actor, f"{channel_type} channel opened by "
                                        f"{principal.agent} with {', '.join(targets)}", channelId=ch_id, state="active")
+    if message is not None:  # a seed refused by the abuse limits opens nothing (relaynet.limits)
+        limits.check_mailboxes(net, [{"agent": n} for n in targets])
     t.transact([t.tx_put(head, "attribute_not_exists(PK)"), *opened, *memberships, opened_event])
     out: dict[str, Any] = {"channel_id": ch_id, "type": channel_type, "participants": head["participants"]}
     if message is not None:

@@ -24,6 +24,9 @@ class Settings:
         reply_within: consulting reply window (``RELAYNET_REPLY_WITHIN_SECONDS``, 600).
         max_wait: longest server-side wait of one request (``RELAYNET_MAX_WAIT_SECONDS``, 20).
         sweep_batch: tasks one sweep run handles at most (``RELAYNET_SWEEP_BATCH``, 500).
+        mailbox_cap: undelivered messages a mailbox holds before sends to it are 429
+            (``RELAYNET_MAILBOX_CAP``, 1000; relaynet.limits).
+        max_fanout: mailboxes one message may reach (``RELAYNET_MAX_FANOUT``, 200).
     """
 
     table_name: str
@@ -33,6 +36,8 @@ class Settings:
     reply_within: int
     max_wait: int
     sweep_batch: int
+    mailbox_cap: int = 1000
+    max_fanout: int = 200
 
 
 def _int(name: str, default: int) -> int:
@@ -51,4 +56,6 @@ def settings() -> Settings:
         reply_within=_int("RELAYNET_REPLY_WITHIN_SECONDS", 600),
         max_wait=_int("RELAYNET_MAX_WAIT_SECONDS", 20),
         sweep_batch=_int("RELAYNET_SWEEP_BATCH", 500),
+        mailbox_cap=_int("RELAYNET_MAILBOX_CAP", 1000),
+        max_fanout=_int("RELAYNET_MAX_FANOUT", 200),
     )

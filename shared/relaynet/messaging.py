@@ -47,7 +47,7 @@ import random
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from relaynet import clock, events, ids
+from relaynet import clock, events, ids, limits
 from relaynet.errors import Conflict, NotFound, PermissionDenied, RateLimited, RelaynetError
 from relaynet.identity import Principal, current_request_key
 from relaynet.resources import normalise as normalise_resource
@@ -399,6 +399,7 @@ def ask(principal: Principal, req: AskRequest) -> dict[str, Any]:
     to, mailboxes, recipients = _recipients(net, principal, req.toAgent, req.toInstance)
     if req.taskId and _get(*k.task(net, req.taskId)) is None:
         raise NotFound(f"no task {req.taskId!r} in this network")
+    limits.check_mailboxes(net, mailboxes)
 
     def attempt(record_key, request_hash):
         meta = _thread_for(net, principal, req.threadId) if req.threadId else None
@@ -470,6 +471,7 @@ def reply(principal: Principal, req: ReplyRequest) -> dict[str, Any]:
     def attempt(record_key, request_hash):
         meta = _thread_for(net, principal, req.threadId)
         to, mailboxes, recipients = _reply_route(net, principal, meta)
+        limits.check_mailboxes(net, mailboxes)
         msg = new_message("reply", req.threadId, principal.actor, to, req.body, meta.get("subject"),
                           meta.get("taskId"), meta.get("resource"))
         response = {"messageId": msg["id"], "threadId": req.threadId, "recipients": addresses(mailboxes)}

@@ -338,6 +338,30 @@ def iterate(
     yield from _pages(kwargs, page_size)
 
 
+def count(pk: str, *, sk_prefix: str | None = None, limit: int, consistent: bool = False) -> int:
+    """How many items of one partition (whose sort key starts with ``sk_prefix``) exist, counting
+    at most ``limit`` (a Query with ``Select=COUNT`` that stops there: it reads at most ``limit``
+    items, so its cost is bounded by the limit)."""
+    cond, names = "#pk = :pk", {"#pk": "PK"}
+    vals: dict[str, Any] = {":pk": {"S": pk}}
+    if sk_prefix is not None:
+        cond += " AND begins_with(#sk, :skp)"
+        names["#sk"] = "SK"
+        vals[":skp"] = {"S": sk_prefix}
+    kwargs: dict[str, Any] = {"TableName": table_name(), "KeyConditionExpression": cond, "Select": "COUNT",
+                              "ExpressionAttributeNames": names, "ExpressionAttributeValues": vals,
+                              "ConsistentRead": consistent}
+    seen = 0
+    while seen < limit:
+        kwargs["Limit"] = limit - seen
+        resp = client().query(**kwargs)
+        seen += int(resp.get("Count", 0))
+        if not resp.get("LastEvaluatedKey"):
+            break
+        kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+    return seen
+
+
 def _pages(kwargs: dict[str, Any], limit: int | None) -> Iterator[dict[str, Any]]:
     while True:
         if limit is not None:
