@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8787
 
-.PHONY: setup run test lint openapi cost build bench clean
+.PHONY: setup run test fuzz lint openapi cost build bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,13 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# schemathesis against docs/openapi.json on a local stack (loopback only), FUZZ_EXAMPLES examples
+# per operation and mode, at most FUZZ_SECONDS in all; figures in .relaynet/fuzz-report.json.
+FUZZ_EXAMPLES ?= 25
+FUZZ_SECONDS ?= 1500
+fuzz: $(STAMP)
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) timeout $(FUZZ_SECONDS) $(BIN)/python -m pytest tests/fuzz -m fuzz -p no:cacheprovider -s
 
 lint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml

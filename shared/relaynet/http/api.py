@@ -193,7 +193,7 @@ class ToolApp:
                                          f"{missing}: add them to DYNAMODB_ACTIONS in functions/{self.tool.name}.py "
                                          "and to its policy in template.yaml")
         key = self.app.current_event.headers.get("idempotency-key")
-        if not key:
+        if key is None:  # present but empty is a bad key (400), not "no key"
             return fn()
         from relaynet.http import idempotency
 
