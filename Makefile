@@ -26,7 +26,7 @@ test: $(STAMP)
 # schemathesis against docs/openapi.json on a local stack (loopback only), FUZZ_EXAMPLES examples
 # per operation and mode, at most FUZZ_SECONDS in all; figures in .relaynet/fuzz-report.json.
 FUZZ_EXAMPLES ?= 25
-FUZZ_SECONDS ?= 1500
+FUZZ_SECONDS ?= 1200
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) timeout $(FUZZ_SECONDS) $(BIN)/python -m pytest tests/fuzz -m fuzz -p no:cacheprovider -s
 

@@ -89,24 +89,28 @@ def token_for(hub, operation) -> str:
 def test_no_input_gets_past_the_door(hub, operation, mode):
     token = token_for(hub, operation)
     FIGURES["operations"] += mode == GenerationMode.POSITIVE
+    state = {"last": snapshot(hub)}  # nothing else writes (no sweep timer): the table as the next call finds it
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
     @given(case=operation.as_strategy(generation_mode=mode))
     def run(case):
-        before = snapshot(hub)
+        before = state["last"]
         started = time.monotonic()
         response = case.call(base_url=hub.url, headers={"Authorization": f"Bearer {token}"}, timeout=MAX_SECONDS + 5)
         took = time.monotonic() - started
         FIGURES["examples"] += 1
         FIGURES["by_status"][f"{mode.value} {response.status_code}"] += 1
         FIGURES["by_mode"][mode.value] += 1
+        state["last"] = after = snapshot(hub)
         try:
             assert took < MAX_SECONDS, f"{operation.label} took {took:.1f} s"
+            # 413 is the documented refusal of a body over 64 KiB, which schemathesis' negative
+            # check does not list among refusals
+            refusal_check = mode == GenerationMode.NEGATIVE and response.status_code != 413
             case.validate_response(response, checks=[
                 checks.not_a_server_error, checks.status_code_conformance, checks.content_type_conformance,
-                checks.response_schema_conformance,
-                *([checks.negative_data_rejection] if mode == GenerationMode.NEGATIVE else [])])
+                checks.response_schema_conformance, *([checks.negative_data_rejection] if refusal_check else [])])
             if 400 <= response.status_code < 500:
                 error = response.json()["error"]
                 assert error["code"] in CODE_OF_STATUS[response.status_code], (response.status_code, error)
@@ -115,7 +119,7 @@ def test_no_input_gets_past_the_door(hub, operation, mode):
                     assert error["details"]["reason"] in CONFLICT_REASONS, error
                 if response.status_code == 400:
                     assert error["details"]["fields"], error
-                assert snapshot(hub) == before, f"{operation.label} answered {response.status_code} but wrote"
+                assert after == before, f"{operation.label} answered {response.status_code} but wrote"
         except Exception as exc:
             FIGURES["failures"].append({"operation": operation.label, "mode": mode.value,
                                         "body": case.body if not isinstance(case.body, bytes) else repr(case.body),
