@@ -8,7 +8,7 @@ PORT ?= 8787
 
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup setup-test store run test lint openapi cost build bench bench-store clean
+.PHONY: setup setup-test store run test fuzz lint openapi cost build bench bench-store clean
 
 # What the hub needs and nothing more: the package and its runtime dependencies.
 $(STAMP): pyproject.toml
@@ -37,6 +37,13 @@ run: setup
 
 test: setup-test
 	$(BIN)/python -m pytest
+
+# schemathesis against docs/openapi.json on a local stack (loopback only), FUZZ_EXAMPLES examples
+# per operation and mode, at most FUZZ_SECONDS in all; figures in .relaynet/fuzz-report.json.
+FUZZ_EXAMPLES ?= 25
+FUZZ_SECONDS ?= 1200
+fuzz: setup-test
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) timeout $(FUZZ_SECONDS) $(BIN)/python -m pytest tests/fuzz -m fuzz -p no:cacheprovider -s
 
 lint: $(TEST_STAMP)
 	$(BIN)/cfn-lint template.yaml

@@ -475,6 +475,13 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
 
     # The plugin surface (PROTOCOL.md 5): peers, a conversation, a workflow, a consult, tasks.
     yield Step("peers (find)", "peers", True, lambda: ok("peers", {"action": "find", "sort_by": "cost"}, "planner0"))
+
+    def next_page(tool: str, body: dict[str, Any], who: str) -> None:  # a second page: the cursor is verified
+        first = ok(tool, {**body, "limit": 1}, who)
+        assert first["nextCursor"], f"{tool} {body}: one page of 1 should have a cursor: {first}"
+        ok(tool, {**body, "limit": 1, "cursor": first["nextCursor"]}, who)
+
+    yield Step("peers (find, next page)", "peers", False, lambda: next_page("peers", {"action": "find"}, "planner0"))
     yield Step("peers (describe)", "peers", False, lambda: ok("peers", {"action": "describe", "name": "coder"}, "planner0"))
 
     def open_conversation() -> None:
@@ -490,6 +497,8 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
     yield Step("channels (list)", "channels", False, lambda: ok("channels", {"action": "list"}, "planner0"))
     yield Step("context (search)", "context", True, lambda: ok("context", {"action": "search", "query": "release"},
                                                                "planner0"))
+    yield Step("context (search, next page)", "context", False, lambda: next_page(
+        "context", {"action": "search", "query": "e"}, "planner0"))
     yield Step("context (quote)", "context", False, lambda: ok(
         "context", {"action": "quote", "speaker": "reviewer", "channel_id": state["ch"]}, "planner0"))
     yield Step("channels (close)", "channels", False, lambda: ok("channels", {"action": "close", "channel_id": state["ch"]},
@@ -556,6 +565,10 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
                                 ("control_channel_send", {"body": "All quiet; one task pending review."}, False),
                                 ("control_channel_history", {}, False)):
         yield Step(tool, tool, typical, lambda tool=tool, body=body: ok(tool, body, "ops"))
+    yield Step("control_channel_send (again)", "control_channel_send", False, lambda: ok(
+        "control_channel_send", {"body": "Still quiet."}, "ops"))
+    yield Step("control_channel_history (next page)", "control_channel_history", False, lambda: next_page(
+        "control_channel_history", {}, "ops"))
     yield Step("control_task_status", "control_task_status", False, lambda: ok(
         "control_task_status", {"taskId": state["ptask"]["taskId"]}, "ops"))
     yield Step("control_get_thread", "control_get_thread", False, lambda: ok(

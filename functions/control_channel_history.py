@@ -11,14 +11,14 @@ from relaynet.models.control import ChannelHistoryRequest
 # The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
 # and relaynet.store.table refuses any other while the handler runs (a tool taking an
 # Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
-DYNAMODB_ACTIONS = ("Query",)
+DYNAMODB_ACTIONS = ("GetItem", "Query")
 
 tool = ToolApp("control_channel_history", actions=DYNAMODB_ACTIONS)
 
 
 @tool.route
 def control_channel_history(request: Annotated[ChannelHistoryRequest, Body()]) -> dict:
-    return control.channel_history(tool.caller(), request.conversationId, request.limit)
+    return control.channel_history(tool.caller(), request.conversationId, request.limit, request.cursor)
 
 
 handler = tool.handler

@@ -6,7 +6,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from relaynet import control
 from relaynet.http.api import ToolApp
-from relaynet.models.control import NoArgs
+from relaynet.models.control import ListNetworksRequest
 
 # The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
 # and relaynet.store.table refuses any other while the handler runs (a tool taking an
@@ -17,8 +17,8 @@ tool = ToolApp("control_list_networks", actions=DYNAMODB_ACTIONS)
 
 
 @tool.route
-def control_list_networks(request: Annotated[NoArgs, Body()]) -> dict:
-    return control.list_networks(tool.caller())
+def control_list_networks(request: Annotated[ListNetworksRequest, Body()]) -> dict:
+    return control.list_networks(tool.caller(), request.limit, request.cursor)
 
 
 handler = tool.handler

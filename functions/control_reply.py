@@ -12,7 +12,7 @@ from relaynet.models.control import ControlReplyRequest
 # The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
 # and relaynet.store.table refuses any other while the handler runs (a tool taking an
 # Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
-DYNAMODB_ACTIONS = ("GetItem", "PutItem", "UpdateItem")
+DYNAMODB_ACTIONS = ("GetItem", "Query", "PutItem", "UpdateItem")
 
 tool = ToolApp("control_reply", actions=DYNAMODB_ACTIONS)
 

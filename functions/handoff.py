@@ -12,7 +12,7 @@ from relaynet.models.plugin import HandoffRequest
 # The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
 # and relaynet.store.table refuses any other while the handler runs (UpdateItem covers the
 # presence refresh; a tool taking an Idempotency-Key adds table.IDEMPOTENCY_ACTIONS).
-DYNAMODB_ACTIONS = ("GetItem", "PutItem", "UpdateItem", "DeleteItem")
+DYNAMODB_ACTIONS = ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")
 
 tool = ToolApp("handoff", actions=DYNAMODB_ACTIONS)
 

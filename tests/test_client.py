@@ -43,10 +43,10 @@ def client(rec: Recorder, token: str | None = TOKEN) -> RelaynetClient:
 
 
 def test_call_success_posts_json_with_bearer():
-    rec = Recorder(httpx.Response(200, json={"messageId": "msg_1", "threadId": "thr_1", "recipients": ["b"]}))
+    rec = Recorder(httpx.Response(200, json={"messageId": "msg_1", "threadId": "thr_1", "recipients": [{"agent": "b"}]}))
     with client(rec) as hub:
         out = hub.call("network_ask", {"body": "hi", "toAgent": "b"})
-    assert out == {"messageId": "msg_1", "threadId": "thr_1", "recipients": ["b"]}
+    assert out == {"messageId": "msg_1", "threadId": "thr_1", "recipients": [{"agent": "b"}]}
     req = rec.last
     assert req.method == "POST"
     assert str(req.url) == "https://hub.example.test/prod/v1/tools/network_ask"
@@ -262,3 +262,13 @@ def test_async_client_transport_error():
 def test_arguments_must_be_a_dict():
     with client(Recorder()) as hub, pytest.raises(TypeError):
         hub.call("network_inbox", ["not", "a", "dict"])  # type: ignore[arg-type]
+
+
+def test_pages_follows_next_cursor_until_null():
+    rec = Recorder(httpx.Response(200, json={"tasks": [{"id": "task_2"}, {"id": "task_1"}], "nextCursor": "c1"}),
+                   httpx.Response(200, json={"tasks": [{"id": "task_0"}], "nextCursor": None}))
+    with client(rec) as hub:
+        got = [t["id"] for t in hub.pages("tasks", {"action": "list", "limit": 2})]
+    assert got == ["task_2", "task_1", "task_0"]
+    assert rec.body(0) == {"action": "list", "limit": 2}
+    assert rec.body(1) == {"action": "list", "limit": 2, "cursor": "c1"}

@@ -143,6 +143,14 @@ def test_authorizer_is_a_simple_response_payload_2_lambda_authorizer(template):
     assert spec["Identity"]["Headers"] == ["Authorization"]
 
 
+def test_the_stage_throttles_every_route_with_parameters(template):
+    routes = template.document["Resources"]["HttpApi"]["Properties"]["DefaultRouteSettings"]
+    assert routes == {"ThrottlingBurstLimit": {"Ref": "ThrottleBurstLimit"},
+                      "ThrottlingRateLimit": {"Ref": "ThrottleRateLimit"}}
+    params = template.parameters()
+    assert params["ThrottleBurstLimit"] > 0 and params["ThrottleRateLimit"] > 0
+
+
 def test_sweep_and_push_retries_run_every_minute(template):
     assert sorted((s.function.handler, s.expression) for s in template.schedules) == [
         ("push_retry.handler", "rate(1 minute)"), ("sweep.handler", "rate(1 minute)")]

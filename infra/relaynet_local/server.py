@@ -71,6 +71,7 @@ from urllib.parse import urlsplit
 from relaynet_local import events, lambdas
 from relaynet_local.dynamodb_local import DynamoDBLocal, TransactionBarrier
 from relaynet_local.memory_store import MemoryStore
+from relaynet_local.throttle import RouteThrottle
 from relaynet_local.template import Function, Route, Template, create_table, find_template, load_template
 
 __all__ = ["LocalStack", "serve", "write_tokens", "merge_tokens", "mcp_config_text", "MAX_BODY_BYTES",
@@ -244,6 +245,12 @@ class _Handler(BaseHTTPRequestHandler):
         if matched is None:
             return self._error(404, "not_found", f"no route {self.command} {path}", request_id)
         route, path_params = matched
+        wait = stack.throttle.admit(route.route_key)  # the stage's throttling (relaynet_local.throttle)
+        if wait is not None:
+            self._send(429, {"content-type": "application/json", "retry-after": stack.throttle.retry_after(wait)},
+                       _envelope("rate_limited", "too many requests on this route; retry after Retry-After seconds"),
+                       request_id)
+            return 429
         if body is None:
             return self._error(413, "payload_too_large", "request body over 10 MiB", request_id)
         header_pairs = list(self.headers.items())
@@ -336,6 +343,7 @@ class LocalStack:
         self.preload = preload
         self.template: Template = load_template(self.template_path)
         self.router = _Router(self.template.routes)
+        self.throttle = RouteThrottle.from_template(self.template)
         self.url = ""
         self._store: Any = None  # DynamoDBLocal | MemoryStore | None (external)
         self._barrier: TransactionBarrier | None = None

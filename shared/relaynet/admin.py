@@ -165,7 +165,10 @@ def apply_spec(text: str) -> dict[str, Any]:
 
     Raises InvalidArgument for an invalid spec (nothing is written).
     """
+    from relaynet import cursors
+
     specs = parse(text)
+    cursors.ensure_key()
     out: dict[str, Any] = {"networks": {}, "representatives": {}}
     net_ids: dict[str, str] = {}
     for spec in specs:

@@ -133,14 +133,16 @@ PLUGIN_TOOLS: tuple[Tool, ...] = (
 CONTROL_TOOLS: tuple[Tool, ...] = (
     Tool("control_whoami", "control", "NoArgs",
          "Who you are as a representative: your grants per network and the active network."),
-    Tool("control_list_networks", "control", "NoArgs",
-         "The networks you hold grants on, with the grant level of each."),
+    Tool("control_list_networks", "control", "ListNetworksRequest",
+         "The networks you hold grants on, with the grant level of each (limit default 50; pass "
+         "nextCursor as cursor for the next page)."),
     Tool("control_use_network", "control", "UseNetworkRequest",
          "Make a network your active one; later calls without networkId act on it (needs observe)."),
     Tool("control_network_status", "control", "NoArgs",
          "Counts for the network: agents, instances by availability, tasks by state, active claims, open channels."),
-    Tool("control_list_agents", "control", "NoArgs",
-         "Every agent definition with its instances and their availability."),
+    Tool("control_list_agents", "control", "ListAgentsRequest",
+         "Every agent definition with its instances and their availability, by name (limit default "
+         "50; pass nextCursor as cursor for the next page)."),
     Tool("control_find_agents", "control", "FindAgentsRequest",
          "Rank the agents responsible for a resource and/or action, as network_discover does."),
     Tool("control_list_tasks", "control", "ListTasksRequest",

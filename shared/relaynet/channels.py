@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from relaynet import adapters, clock, events, ids, peers
+from relaynet import adapters, clock, events, ids, limits, peers
 from relaynet.adapters import AdapterError, Send
 from relaynet.config import settings
 from relaynet.directory import load
@@ -143,13 +143,16 @@ def send(principal: Principal, channel_id: str, attempt: Send, content: Any, aud
          event_type: str = "text", head: dict[str, Any] | None = None) -> dict[str, Any]:
     """Post an envelope if the adapter allows it. Returns ``{envelope_id, seq, channel_state,
     next_speaker}``. ``head``: the channel head as the caller just wrote it, used instead of
-    reading it for the first attempt (a stale one fails the head's condition and is read again).
+    reading it for the first attempt (a stale one fails the head's condition and is read again;
+    open, which passes it, has checked the abuse limits already).
 
     Raises NotFound, PermissionDenied (non-participant), InvalidArgument (audience or handoff
-    target not a participant), Conflict ``channel_closed`` | ``not_your_turn`` | ``wrong_tool``.
+    target not a participant), Conflict ``channel_closed`` | ``not_your_turn`` | ``wrong_tool``,
+    RateLimited (a recipient's mailbox is full: relaynet.limits; nothing is written).
     """
     net = principal.network_id
-    for _ in range(_MAX_RACES):
+    seeding = head is not None  # open's seed: open checked the limits before creating the channel
+    for race in range(_MAX_RACES):
         now = clock.now_ms()
         channel = head if head is not None else load_channel(net, channel_id)
         head = None
@@ -166,6 +169,8 @@ def send(principal: Principal, channel_id: str, attempt: Send, content: Any, aud
         decision = a.decide(channel["adapter_state"], attempt, now)
         if not decision.accepted:
             raise Conflict(decision.refusal, decision.message)
+        if race == 0 and not seeding:  # abuse limits (relaynet.limits), once, before anything is written
+            limits.check_mailboxes(net, [{"agent": n} for n in (audience or members) if n != principal.agent])
         seq = int(channel["seq"]) + 1
         env, actions = _envelope_actions(net, channel, decision.state, seq, principal.agent, event_type, content,
                                          audience, now, closing=decision.close_reason)
@@ -237,6 +242,8 @@ def open_channel(principal: Principal, channel_type: str, targets: list[str], kn
                    for mpk, msk in (k.membership(net, n, ch_id) for n in members)]
     opened_event = events.event_action(net, "channel", principal.actor, f"{channel_type} channel opened by "
                                        f"{principal.agent} with {', '.join(targets)}", channelId=ch_id, state="active")
+    if message is not None:  # a seed refused by the abuse limits opens nothing (relaynet.limits)
+        limits.check_mailboxes(net, [{"agent": n} for n in targets])
     t.transact([t.tx_put(head, "attribute_not_exists(PK)"), *opened, *memberships, opened_event])
     out: dict[str, Any] = {"channel_id": ch_id, "type": channel_type, "participants": head["participants"]}
     if message is not None:
@@ -309,20 +316,44 @@ def info(principal: Principal, channel_id: str) -> dict[str, Any]:
             "envelopes": [envelope_view(e) for e in visible]}
 
 
-def list_channels(principal: Principal, state: str = "active", limit: int = 20) -> dict[str, Any]:
-    """channels ``list``: channels the caller's agent participates in, newest first."""
+def list_channels(principal: Principal, state: str = "active", limit: int = 20,
+                  cursor: str | None = None) -> dict[str, Any]:
+    """channels ``list``: ``{channels, nextCursor}``, the channels the caller's agent participates
+    in, newest first (PROTOCOL.md 5.6, 2 "Lists"); a bad cursor is InvalidArgument."""
+    from relaynet import cursors
+
     net = principal.network_id
-    refs = t.query(k.memberships_pk(net, principal.agent), forward=False)
-    heads = t.batch_get([k.channel_head(net, r["channel_id"]) for r in refs]) if refs else {}
+    listing = cursors.Listing("channels.list", principal, state=state)
+    after = listing.position(cursor)
     now = clock.now_ms()
-    out = []
+
+    def heads():
+        # membership items newest first, their heads read a batch at a time
+        refs = t.iterate(k.memberships_pk(net, principal.agent), forward=False, page_size=100,
+                         sk_lt=k.membership(net, principal.agent, after)[1] if after else None)
+        batch: list[dict[str, Any]] = []
+        for ref in refs:
+            batch.append(ref)
+            if len(batch) == 100:
+                yield from _with_heads(net, batch)
+                batch = []
+        yield from _with_heads(net, batch)
+
+    def accept(pair: tuple[str, dict[str, Any] | None]) -> bool:
+        head = pair[1]
+        return head is not None and (state == "all" or effective_state(head, now) == "active")
+
+    page, last = cursors.page_scan(heads(), lambda pair: pair[0], accept, limit)
+    return {"channels": [view(head, now) for _, head in page], "nextCursor": listing.next_cursor(last)}
+
+
+def _with_heads(net: str, refs: list[dict[str, Any]]):
+    """(channel id, its head or None) for membership items ``refs``, in their order."""
+    if not refs:
+        return
+    heads = t.batch_get([k.channel_head(net, r["channel_id"]) for r in refs])
     for r in refs:
-        head = heads.get(k.channel_head(net, r["channel_id"]))
-        if head and (state == "all" or effective_state(head, now) == "active"):
-            out.append(view(head, now))
-        if len(out) >= limit:
-            break
-    return {"channels": out, "nextCursor": None}
+        yield r["channel_id"], heads.get(k.channel_head(net, r["channel_id"]))
 
 
 def _reply_of(envs: list[dict[str, Any]]) -> str | None:

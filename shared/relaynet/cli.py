@@ -122,6 +122,13 @@ def _hook(args: argparse.Namespace) -> int:
     from relaynet import hook
 
     return hook.main()
+def _table_options(p: argparse.ArgumentParser, default: object) -> None:
+    """``--table``, ``--endpoint-url`` and ``--local`` of ``relaynet admin`` (PROTOCOL.md 9);
+    ``default`` None for the real defaults, ``argparse.SUPPRESS`` on the verbs."""
+    p.add_argument("--table", default=default, help="the DynamoDB table (AWS credentials from the environment)")
+    p.add_argument("--endpoint-url", default=default, help="a DynamoDB endpoint, e.g. DynamoDB Local")
+    p.add_argument("--local", action="store_true", default=False if default is None else default,
+                   help="the embedded store of a running `relaynet serve` here")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -130,15 +137,18 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
 
     admin = sub.add_parser("admin", help="bootstrap networks, agents and representatives (talks to DynamoDB)")
-    admin.add_argument("--table", help="the DynamoDB table (AWS credentials from the environment)")
-    admin.add_argument("--endpoint-url", help="a DynamoDB endpoint, e.g. DynamoDB Local")
-    admin.add_argument("--local", action="store_true", help="the embedded store of a running `relaynet serve` here")
+    _table_options(admin, None)
     asub = admin.add_subparsers(dest="admin_cmd", required=True)
+    # PROTOCOL.md 9 spells the options after the verb (`relaynet admin apply FILE --local`); before
+    # it they work too. On the verbs they default to SUPPRESS, so an option given before the verb
+    # is not reset by the verb's parser.
     apply = asub.add_parser("apply", help="apply a network spec idempotently; prints created tokens")
     apply.add_argument("file")
+    _table_options(apply, argparse.SUPPRESS)
     launch = asub.add_parser("launch", help="mint one more instance token")
     launch.add_argument("network")
     launch.add_argument("agent")
+    _table_options(launch, argparse.SUPPRESS)
     admin.set_defaults(func=_admin)
 
     serve = sub.add_parser("serve", help="run the local stack: the template's routes, embedded DynamoDB, the sweep")

@@ -248,9 +248,10 @@ class _WorkerTools(Generic[R]):
         resource: str | None = None,
         idempotency_key: str | None = None,
     ) -> R:
-        """``network_ask``: ``{messageId, threadId, recipients}``. ``to_agent`` is an agent name or
-        group slug; ``to_instance`` wins over it. Unknown recipient/thread/task is 404; a thread
-        the caller is not part of is 403."""
+        """``network_ask``: ``{messageId, threadId, recipients}``, ``recipients`` a list of
+        addresses (``{"agent": name}`` per mailbox reached, a group's members each as an agent,
+        or ``{"instanceId": id}``). ``to_agent`` is an agent name or group slug; ``to_instance``
+        wins over it. Unknown recipient/thread/task is 404; a thread the caller is not part of is 403."""
         return self.call(
             "network_ask",
             _args(body=body, toAgent=to_agent, toInstance=to_instance, threadId=thread_id,
@@ -263,7 +264,8 @@ class _WorkerTools(Generic[R]):
         return self.call("network_inbox", {})
 
     def reply(self, thread_id: str, body: str, *, idempotency_key: str | None = None) -> R:
-        """``network_reply``: ``{messageId, threadId, recipients}``; 403 if not a participant."""
+        """``network_reply``: ``{messageId, threadId, recipients}`` (addresses, as :meth:`ask`);
+        403 if not a participant."""
         return self.call("network_reply", _args(threadId=thread_id, body=body), idempotency_key=idempotency_key)
 
     def delegate(
@@ -393,6 +395,19 @@ class RelaynetClient(_WorkerTools[dict[str, Any]]):
         except httpx.TransportError as exc:
             raise _transport_error(exc, self.url) from exc
         return _result_from_response(response)
+
+    def pages(self, tool: str, arguments: dict[str, Any] | None = None, key: str | None = None):
+        """Every item of a list tool (PROTOCOL.md 2 "Lists"), following ``nextCursor`` page by
+        page: ``for task in hub.pages("tasks", {"action": "list"}, "tasks")``. ``key`` is the
+        plural result key (default: the one list in the answer). Raises :class:`ApiError`."""
+        args = dict(arguments or {})
+        while True:
+            page = self.call(tool, args)
+            name = key or next(k for k, v in page.items() if isinstance(v, list))
+            yield from page[name]
+            if not page.get("nextCursor"):
+                return
+            args["cursor"] = page["nextCursor"]
 
     def health(self) -> dict[str, Any]:
         """``GET /v1/health``: ``{"status": "ok", "version": ...}``. Raises :class:`ApiError`."""

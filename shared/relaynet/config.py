@@ -32,6 +32,9 @@ class Settings:
         push_allow_loopback: whether push URLs may be ``http`` to a loopback host and resolve to
             private addresses (``RELAYNET_PUSH_ALLOW_LOOPBACK``; the local stack sets it, AWS
             never does: there only ``https`` to public addresses is allowed).
+        mailbox_cap: undelivered messages a mailbox holds before sends to it are 429
+            (``RELAYNET_MAILBOX_CAP``, 1000; relaynet.limits).
+        max_fanout: mailboxes one message may reach (``RELAYNET_MAX_FANOUT``, 200).
     """
 
     table_name: str
@@ -45,6 +48,8 @@ class Settings:
     push_retry_window: float = 900.0
     push_timeout: float = 3.0
     push_allow_loopback: bool = False
+    mailbox_cap: int = 1000
+    max_fanout: int = 200
 
 
 def _float(name: str, default: float) -> float:
@@ -72,4 +77,6 @@ def settings() -> Settings:
         push_retry_window=_float("RELAYNET_PUSH_RETRY_WINDOW_SECONDS", 900.0),
         push_timeout=_float("RELAYNET_PUSH_TIMEOUT_SECONDS", 3.0),
         push_allow_loopback=os.environ.get("RELAYNET_PUSH_ALLOW_LOOPBACK", "").lower() in ("1", "true", "yes"),
+        mailbox_cap=_int("RELAYNET_MAILBOX_CAP", 1000),
+        max_fanout=_int("RELAYNET_MAX_FANOUT", 200),
     )

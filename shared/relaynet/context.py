@@ -69,17 +69,23 @@ def _visible_thread_messages(principal: Principal) -> list[dict[str, Any]]:
             mine = evt.get("fromAgent") == principal.agent or principal.agent in (evt.get("recipients") or [])
             if evt.get("kind") == "message" and mine and evt.get("threadId") not in thread_ids:
                 thread_ids.append(evt["threadId"])
-        if len(thread_ids) >= THREADS_SEARCHED or not page["nextCursor"]:
+        if len(thread_ids) >= THREADS_SEARCHED or not page["after"]:
             break
-        page = events.recent(net, 100, page["nextCursor"])
+        page = events.recent(net, 100, page["after"])
     out = []
     for thread_id in thread_ids[:THREADS_SEARCHED]:
         out += [m for m in t.query(k.thread_pk(net, thread_id), sk_prefix="MSG#") if m.get("kind") in ("ask", "reply")]
     return out
 
 
-def search(principal: Principal, query: str, scope: str, channel_id: str | None, limit: int) -> dict[str, Any]:
-    """``{results: [{id, sender, when, excerpt}], nextCursor}``, newest first."""
+def search(principal: Principal, query: str, scope: str, channel_id: str | None, limit: int,
+           cursor: str | None = None) -> dict[str, Any]:
+    """``{results: [{id, sender, when, excerpt}], nextCursor}``, newest first (then by id, a total
+    order the cursor keeps its place in: PROTOCOL.md 2 "Lists"; a bad cursor is InvalidArgument)."""
+    from relaynet import cursors
+
+    listing = cursors.Listing("context.search", principal, query=query, scope=scope, channel_id=channel_id)
+    after = listing.position(cursor)
     results = []
     if scope == "knowledge":
         net = principal.network_id
@@ -108,8 +114,13 @@ def search(principal: Principal, query: str, scope: str, channel_id: str | None,
             if env.get("event_type") in ("text", "packet") and query.lower() in text.lower():
                 results.append({"id": env["envelope_id"], "sender": env.get("sender"), "when": env["created_at"],
                                 "excerpt": excerpt(text, query)})
-    results.sort(key=lambda r: r["when"], reverse=True)
-    return {"results": results[:limit], "nextCursor": None}
+    # newest first: ascending by the inverted (when, id) so that page_sorted can walk it
+    results.sort(key=lambda r: (r["when"], r["id"]), reverse=True)
+    if after is not None:
+        results = [r for r in results if (r["when"], r["id"]) < tuple(after)]
+    page = results[:limit]
+    last = [page[-1]["when"], page[-1]["id"]] if len(results) > limit else None
+    return {"results": page, "nextCursor": listing.next_cursor(last)}
 
 
 def quote(principal: Principal, speaker: str, recent_n: int, channel_id: str | None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 from collections import Counter
-from typing import Any
+from typing import Any, Callable
 
 from relaynet import clock, events, ids
 from relaynet.directory import agent_view, candidates, instance_view, load
@@ -43,10 +43,13 @@ def _order(rep: dict[str, Any]) -> list[str]:
     return order + sorted(n for n in grants if n not in order)
 
 
-def scope(principal: Principal, network_id: str | None, needed: str | None) -> tuple[dict[str, Any], Principal]:
+def scope(principal: Principal, network_id: str | None, needed: str | None,
+          exists: Callable[[str], Any] | None = None) -> tuple[dict[str, Any], Principal]:
     """(the representative item, a principal bound to the network the call acts in).
 
-    Raises NotFound (no grant at all on that network, or none on any), PermissionDenied (grant
+    Checks in the protocol's order (PROTOCOL.md 2: existence before permission): the network
+    (NotFound: no grant at all on it, or none on any), then ``exists(network id)`` when given (it
+    raises NotFound for a named object that is not in the network), then the grant (PermissionDenied
     below ``needed``; PROTOCOL.md 6).
     """
     rep = representative(principal)
@@ -54,9 +57,31 @@ def scope(principal: Principal, network_id: str | None, needed: str | None) -> t
     net = network_id or rep.get("activeNetwork") or next(iter(_order(rep)), None)
     if net is None or net not in grants:
         raise NotFound(f"no network {network_id!r} for this representative" if network_id else "no granted network")
+    if exists is not None:
+        exists(net)
     if needed and LEVELS.index(grants[net]) < LEVELS.index(needed):
         raise PermissionDenied(f"this needs the {needed!r} grant on {net}; you have {grants[net]!r}")
     return rep, Principal("representative", network_id=net, rep=principal.rep)
+
+
+def objects(task_id: str | None = None, thread_id: str | None = None, instance_id: str | None = None,
+            name: str | None = None, agent: str | None = None, claim_id: str | None = None) -> Callable[[str], None]:
+    """An ``exists`` check for :func:`scope`: NotFound for the first named object missing from the
+    network (``name``: an agent or group; ``agent``: an agent definition; a claim live or ended)."""
+    def check(net: str) -> None:
+        if instance_id and t.get(*k.instance(net, instance_id)) is None:
+            raise NotFound(f"no instance {instance_id!r} in this network")
+        if name and t.get(*k.agent(net, name)) is None and t.get(*k.group(net, name)) is None:
+            raise NotFound(f"no agent or group named {name!r}")
+        if agent and t.get(*k.agent(net, agent)) is None:
+            raise NotFound(f"no agent named {agent!r} in this network")
+        if thread_id and t.get(*k.thread(net, thread_id)) is None:
+            raise NotFound(f"no thread {thread_id!r} in this network")
+        if task_id and t.get(*k.task(net, task_id)) is None:
+            raise NotFound(f"no task {task_id!r} in this network")
+        if claim_id and t.get(*k.claim(net, claim_id)) is None and t.get(*k.ended_claim(net, claim_id)) is None:
+            raise NotFound(f"no claim {claim_id!r} in this network")
+    return check
 
 
 def _networks(rep: dict[str, Any]) -> list[dict[str, Any]]:
@@ -74,9 +99,20 @@ def whoami(principal: Principal) -> dict[str, Any]:
     return {"representative": {"id": rep["id"], "name": rep["name"]}, "grants": nets, "activeNetwork": active}
 
 
-def list_networks(principal: Principal) -> dict[str, Any]:
-    """control_list_networks: ``{networks: [{networkId, name, grant}]}``."""
-    return {"networks": _networks(representative(principal)), "nextCursor": None}
+def list_networks(principal: Principal, limit: int = 50, cursor: str | None = None) -> dict[str, Any]:
+    """control_list_networks: ``{networks: [{networkId, name, grant}], nextCursor}``, the networks
+    the representative holds a grant on, by network id (creation order), paged by id
+    (PROTOCOL.md 2 "Lists"; a bad cursor is InvalidArgument)."""
+    from relaynet import cursors
+
+    listing = cursors.Listing("control_list_networks", principal)
+    after = listing.position(cursor)
+    rep = representative(principal)
+    chunk, last = cursors.page_sorted(sorted(rep.get("grants") or {}), lambda net: net, after, limit)
+    metas = t.batch_get([k.network(n) for n in chunk]) if chunk else {}
+    nets = [{"networkId": n, "name": (metas.get(k.network(n)) or {}).get("name"), "grant": rep["grants"][n]}
+            for n in chunk]
+    return {"networks": nets, "nextCursor": listing.next_cursor(last)}
 
 
 def use_network(principal: Principal, network_id: str) -> dict[str, Any]:
@@ -108,13 +144,20 @@ def network_status(principal: Principal, network_id: str | None) -> dict[str, An
             "activeClaims": len(claims.active_for_network(p.network_id)), "openChannels": open_channels}
 
 
-def list_agents(principal: Principal, network_id: str | None) -> dict[str, Any]:
-    """control_list_agents: definitions with their instances."""
+def list_agents(principal: Principal, network_id: str | None, limit: int = 50,
+                cursor: str | None = None) -> dict[str, Any]:
+    """control_list_agents: ``{agents, nextCursor}``, definitions with their instances, by name
+    (PROTOCOL.md 2 "Lists"; a bad cursor is InvalidArgument)."""
+    from relaynet import cursors
+
     _, p = scope(principal, network_id, "observe")
+    listing = cursors.Listing("control_list_agents", p)
+    after = listing.position(cursor)
     d = load(p.network_id)
     now = clock.now_ms()
-    return {"agents": [{**agent_view(a), "instances": [instance_view(i, now, a) for i in d.instances_of(name)]}
-                       for name, a in sorted(d.agents.items())], "nextCursor": None}
+    page, last = cursors.page_sorted(sorted(d.agents), lambda name: name, after, limit)
+    return {"agents": [{**agent_view(d.agents[name]), "instances": [instance_view(i, now, d.agents[name]) for i in d.instances_of(name)]}
+                       for name in page], "nextCursor": listing.next_cursor(last)}
 
 
 def find_agents(principal: Principal, network_id: str | None, resource_key: str | None,
@@ -127,14 +170,18 @@ def find_agents(principal: Principal, network_id: str | None, resource_key: str 
 
 def list_tasks(principal: Principal, network_id: str | None, status: str | None, limit: int,
                cursor: str | None) -> dict[str, Any]:
-    """control_list_tasks: task summaries, newest first (``cursor`` = the last id of a page)."""
-    from relaynet import tasks
+    """control_list_tasks: ``{tasks, nextCursor}``, task summaries newest first, optionally of
+    one ``status`` (PROTOCOL.md 2 "Lists"; a page reads at most 1,000 tasks of the listing index;
+    a bad cursor is InvalidArgument)."""
+    from relaynet import cursors, tasks
 
     _, p = scope(principal, network_id, "observe")
-    items = [i for i in _all_tasks(p.network_id) if (status is None or i["state"] == status)
-             and (cursor is None or i["id"] < cursor)]
-    page = items[:limit]
-    return {"tasks": [tasks.summary(i) for i in page], "nextCursor": page[-1]["id"] if len(items) > limit else None}
+    listing = cursors.Listing("control_list_tasks", p, status=status)
+    after = listing.position(cursor)
+    walk = t.iterate(k.tasks_index(p.network_id), index="GSI2", forward=False, sk_lt=after, page_size=100)
+    page, last = cursors.page_scan(walk, lambda task: task["id"], lambda task: status is None or task["state"] == status,
+                                   limit)
+    return {"tasks": [tasks.summary(i) for i in page], "nextCursor": listing.next_cursor(last)}
 
 
 def task_status(principal: Principal, network_id: str | None, task_id: str) -> dict[str, Any]:
@@ -170,9 +217,14 @@ def list_blocked(principal: Principal, network_id: str | None) -> dict[str, Any]
 
 
 def history(principal: Principal, network_id: str | None, limit: int, cursor: str | None) -> dict[str, Any]:
-    """control_get_history: ``{events, nextCursor}``, newest first."""
+    """control_get_history: ``{events, nextCursor}``, newest first (PROTOCOL.md 2 "Lists"; a bad
+    cursor is InvalidArgument)."""
+    from relaynet import cursors
+
     _, p = scope(principal, network_id, "observe")
-    return events.recent(p.network_id, limit, cursor)
+    listing = cursors.Listing("control_get_history", p)
+    page = events.recent(p.network_id, limit, listing.position(cursor))
+    return {"events": page["events"], "nextCursor": listing.next_cursor(page["after"])}
 
 
 def get_thread(principal: Principal, network_id: str | None, thread_id: str) -> dict[str, Any]:
@@ -294,7 +346,7 @@ def stop_agent(principal: Principal, network_id: str | None, instance_id: str,
     releases its claims and returns every non-terminal task offered or assigned to it to pending."""
     from relaynet import claims, tasks
 
-    rep, p = scope(principal, network_id, "operate")
+    rep, p = scope(principal, network_id, "operate", objects(instance_id=instance_id))
     net = p.network_id
     inst = _instance(net, instance_id)
     if confirmation_id is None:
@@ -319,7 +371,7 @@ def restart_agent(principal: Principal, network_id: str | None, instance_id: str
     clears ``stopped`` and the instance's declared capabilities; returns ``{instanceId, token}``."""
     from relaynet.identity import INSTANCE_PREFIX, hash_token, mint_token, token_item
 
-    rep, p = scope(principal, network_id, "operate")
+    rep, p = scope(principal, network_id, "operate", objects(instance_id=instance_id))
     net = p.network_id
     inst = _instance(net, instance_id)
     if confirmation_id is None:
@@ -344,7 +396,7 @@ def launch_agent(principal: Principal, network_id: str | None, agent: str) -> di
     """control_launch_agent: a new instance; ``{instanceId, token}`` (the token is shown once)."""
     from relaynet.identity import launch_instance
 
-    _, p = scope(principal, network_id, "operate")
+    _, p = scope(principal, network_id, "operate", objects(agent=agent))
     return launch_instance(p.network_id, agent)
 
 
@@ -353,7 +405,7 @@ def release_claim(principal: Principal, network_id: str | None, claim_id: str) -
     from relaynet import claims
     from relaynet.models.worker import ReleaseRequest
 
-    _, p = scope(principal, network_id, "operate")
+    _, p = scope(principal, network_id, "operate", objects(claim_id=claim_id))
     return claims.release(p, ReleaseRequest(claimId=claim_id), any_holder=True)
 
 
@@ -362,7 +414,7 @@ def cancel_task(principal: Principal, network_id: str | None, task_id: str, reas
     from relaynet import claims, tasks
     from relaynet.models.worker import TaskUpdateRequest
 
-    _, p = scope(principal, network_id, "delegate")
+    _, p = scope(principal, network_id, "delegate", objects(task_id=task_id))
     return tasks.update(p, TaskUpdateRequest(taskId=task_id, status="cancelled", reason=reason),
                         on_terminal=claims.release_for_task)
 
@@ -376,12 +428,21 @@ def channel_send(principal: Principal, body: str, conversation_id: str | None) -
     return {"messageId": msg_id, "conversationId": conv}
 
 
-def channel_history(principal: Principal, conversation_id: str | None, limit: int) -> dict[str, Any]:
-    """control_channel_history: ``{messages}`` of that conversation, oldest first (the last ``limit``)."""
+def channel_history(principal: Principal, conversation_id: str | None, limit: int,
+                    cursor: str | None = None) -> dict[str, Any]:
+    """control_channel_history: ``{messages, nextCursor}``: the newest ``limit`` messages of that
+    conversation, oldest first within the page; ``nextCursor`` pages back to older ones
+    (PROTOCOL.md 2 "Lists"; a bad cursor is InvalidArgument)."""
+    from relaynet import cursors
+
     conv = conversation_id or "default"
-    items = t.query(k.conversation(principal.rep, conv), sk_prefix="MSG#", forward=False, limit=limit)
-    return {"messages": [{f: i[f] for f in ("id", "conversationId", "from", "body", "createdAt")} for i in reversed(items)],
-            "nextCursor": None}
+    listing = cursors.Listing("control_channel_history", principal, conversationId=conv)
+    after = listing.position(cursor)
+    walk = t.iterate(k.conversation(principal.rep, conv), sk_lt=f"MSG#{after}" if after else "MSG#~",
+                     forward=False, page_size=limit + 1)
+    page, last = cursors.page_scan(walk, lambda i: i["id"], lambda i: i["SK"].startswith("MSG#"), limit)
+    return {"messages": [{f: i[f] for f in ("id", "conversationId", "from", "body", "createdAt")} for i in reversed(page)],
+            "nextCursor": listing.next_cursor(last)}
 
 
 def _worker(model, req, **extra):
@@ -395,7 +456,9 @@ def ask(principal: Principal, req) -> dict[str, Any]:
     from relaynet import messaging
     from relaynet.models.worker import AskRequest
 
-    _, p = scope(principal, req.networkId, "communicate")
+    to = {} if req.toInstance else {"name": req.toAgent}
+    _, p = scope(principal, req.networkId, "communicate",
+                 objects(instance_id=req.toInstance, thread_id=req.threadId, task_id=req.taskId, **to))
     return messaging.ask(p, _worker(AskRequest, req))
 
 
@@ -405,7 +468,7 @@ def reply(principal: Principal, req) -> dict[str, Any]:
     from relaynet import messaging
     from relaynet.models.worker import ReplyRequest
 
-    _, p = scope(principal, req.networkId, "communicate")
+    _, p = scope(principal, req.networkId, "communicate", objects(thread_id=req.threadId))
     return messaging.reply(p, _worker(ReplyRequest, req))
 
 
@@ -414,7 +477,8 @@ def delegate(principal: Principal, req) -> dict[str, Any]:
     from relaynet import tasks
     from relaynet.models.worker import DelegateRequest
 
-    _, p = scope(principal, req.networkId, "delegate")
+    to = {} if req.toInstance else {"name": req.toAgent}
+    _, p = scope(principal, req.networkId, "delegate", objects(instance_id=req.toInstance, **to))
     return tasks.delegate(p, _worker(DelegateRequest, req))
 
 
@@ -425,7 +489,8 @@ def wake(principal: Principal, req) -> dict[str, Any]:
     an agent, every instance's) push endpoint with a ``wake`` event (relaynet.push)."""
     from relaynet import messaging
 
-    _, p = scope(principal, req.networkId, "operate")
+    to = {} if req.toInstance else {"agent": req.toAgent}
+    _, p = scope(principal, req.networkId, "operate", objects(instance_id=req.toInstance, **to))
     net = p.network_id
     if req.toInstance:
         to = {"instanceId": req.toInstance, "agent": _instance(net, req.toInstance)["agent"]}

@@ -28,11 +28,19 @@ def event_action(net: str, kind: str, actor: dict[str, Any] | None, summary: str
                      "ttl": now // 1000 + KEEP_DAYS * 86400})
 
 
-def recent(net: str, limit: int, cursor: str | None = None) -> dict[str, Any]:
-    """``{events: [...], nextCursor}``, newest first; ``cursor`` is the last id of the previous page."""
-    upper = f"EVT#{cursor}" if cursor else "EVT#~"
-    items = t.query(k.events_pk(net), sk_between=("EVT#", upper), forward=False, limit=limit + 1)
-    items = [i for i in items if i["SK"] != upper][:limit + 1]
-    page = items[:limit]
-    events = [{key: v for key, v in i.items() if key not in ("PK", "SK", "ttl")} for i in page]
-    return {"events": events, "nextCursor": page[-1]["id"] if len(items) > limit else None}
+def recent(net: str, limit: int, after: str | None = None) -> dict[str, Any]:
+    """``{events: [...], after}``: at most ``limit`` events, newest first, older than the event id
+    ``after`` when given; ``after`` in the result is the id to continue after (None at the end).
+    Expired events (past their ``ttl``, not yet deleted by DynamoDB) are left out."""
+    now_s = clock.now_ms() // 1000
+    walk = t.iterate(k.events_pk(net), sk_lt=k.event(net, after)[1] if after else "EVT#~", forward=False,
+                     page_size=limit + 1)
+    page, last = [], None
+    for item in walk:
+        if not item["SK"].startswith("EVT#") or int(item.get("ttl") or now_s + 1) <= now_s:
+            continue
+        if len(page) == limit:
+            last = page[-1]["id"]
+            break
+        page.append({key: v for key, v in item.items() if key not in ("PK", "SK", "ttl")})
+    return {"events": page, "after": last}

@@ -47,7 +47,7 @@ import random
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from relaynet import clock, events, ids
+from relaynet import clock, events, ids, limits
 from relaynet.errors import Conflict, NotFound, PermissionDenied, RateLimited, RelaynetError
 from relaynet.identity import Principal, current_request_key
 from relaynet.resources import normalise as normalise_resource
@@ -353,6 +353,14 @@ def _recipients(net: str, principal: Principal, to_agent: str | None,
     return None, [], []
 
 
+def addresses(mailboxes: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The ``recipients`` of an ask or reply (PROTOCOL.md 2, 4.3): the address of every mailbox
+    the message was put in, ``{"agent": name}`` (a group's members each as an agent) or
+    ``{"instanceId": id}``; empty when it is only stored in the thread (no recipient, the
+    sender's own instance, or a representative, who reads threads with control_get_thread)."""
+    return [dict(box) for box in mailboxes]
+
+
 def _posters_update(meta: dict[str, Any], poster: str, to: dict | None) -> dict[str, Any]:
     """Thread bookkeeping for reply routing: the last two distinct posters and the last addressee."""
     last, prev = meta.get("lastPoster"), meta.get("prevPoster")
@@ -398,7 +406,8 @@ def _thread_for(net: str, principal: Principal, thread_id: str) -> dict[str, Any
 # --------------------------------------------------------------------------- the tools
 
 def ask(principal: Principal, req: AskRequest) -> dict[str, Any]:
-    """network_ask (PROTOCOL.md 4.3). Returns ``{messageId, threadId, recipients}``.
+    """network_ask (PROTOCOL.md 4.3). Returns ``{messageId, threadId, recipients}``, recipients
+    as addresses (:func:`addresses`).
 
     Raises InvalidArgument (bad resource), NotFound (unknown recipient, thread or task; nothing is
     stored), PermissionDenied (the caller's agent is not a participant of ``threadId``), Conflict
@@ -409,13 +418,14 @@ def ask(principal: Principal, req: AskRequest) -> dict[str, Any]:
     to, mailboxes, recipients = _recipients(net, principal, req.toAgent, req.toInstance)
     if req.taskId and _get(*k.task(net, req.taskId)) is None:
         raise NotFound(f"no task {req.taskId!r} in this network")
+    limits.check_mailboxes(net, mailboxes)
 
     def attempt(record_key, request_hash):
         meta = _thread_for(net, principal, req.threadId) if req.threadId else None
         thread_id = req.threadId or ids.new_id("thr")
         subject = req.subject or (meta or {}).get("subject") or req.body[:80]
         msg = new_message("ask", thread_id, principal.actor, to, req.body, subject, req.taskId, resource)
-        response = {"messageId": msg["id"], "threadId": thread_id, "recipients": recipients}
+        response = {"messageId": msg["id"], "threadId": thread_id, "recipients": addresses(mailboxes)}
         thread = _thread_write(net, principal, meta, thread_id, subject, recipients, to, req.taskId, resource)
         deliver(net, msg, mailboxes, [thread, _event(net, principal, msg, recipients)], response, record_key,
                 request_hash)
@@ -482,9 +492,10 @@ def reply(principal: Principal, req: ReplyRequest) -> dict[str, Any]:
     def attempt(record_key, request_hash):
         meta = _thread_for(net, principal, req.threadId)
         to, mailboxes, recipients = _reply_route(net, principal, meta)
+        limits.check_mailboxes(net, mailboxes)
         msg = new_message("reply", req.threadId, principal.actor, to, req.body, meta.get("subject"),
                           meta.get("taskId"), meta.get("resource"))
-        response = {"messageId": msg["id"], "threadId": req.threadId, "recipients": recipients}
+        response = {"messageId": msg["id"], "threadId": req.threadId, "recipients": addresses(mailboxes)}
         thread = _thread_write(net, principal, meta, req.threadId, meta.get("subject", ""), recipients, None, None, None)
         deliver(net, msg, mailboxes, [thread, _event(net, principal, msg, recipients)], response, record_key,
                 request_hash)

@@ -58,10 +58,16 @@ def _cost(definition: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def find(principal: Principal, query: str | None, capability: str | None, sort_by: str | None,
-         limit: int) -> dict[str, Any]:
+         limit: int, cursor: str | None = None) -> dict[str, Any]:
     """peers ``find``: ``{peers: [{name, summary, capabilities, success_rate, cost}], nextCursor}``,
     never the caller's agent. ``sort_by``: ``name`` (default) | ``cost`` (input_per_mtok ascending,
-    missing last) | ``track_record`` (success_rate descending, null last)."""
+    missing last) | ``track_record`` (success_rate descending, null last), each then by name, a
+    total order the cursor keeps its place in (PROTOCOL.md 2 "Lists"; a bad cursor is
+    InvalidArgument)."""
+    from relaynet import cursors
+
+    listing = cursors.Listing("peers.find", principal, query=query, capability=capability, sort_by=sort_by)
+    after = listing.position(cursor)
     d = load(principal.network_id)
     peers = []
     for name, definition in d.agents.items():
@@ -76,13 +82,18 @@ def find(principal: Principal, query: str | None, capability: str | None, sort_b
         peers.append({"name": name, "summary": summary, "capabilities": caps,
                       "success_rate": success_rate(observed(d, name)), "cost": _cost(definition)})
     if sort_by == "cost":
-        peers.sort(key=lambda p: (p["cost"] is None or p["cost"].get("input_per_mtok") is None,
-                                  (p["cost"] or {}).get("input_per_mtok") or 0, p["name"]))
+        def order(p):
+            cost = (p["cost"] or {}).get("input_per_mtok")
+            return [int(cost is None), cost or 0, p["name"]]
     elif sort_by == "track_record":
-        peers.sort(key=lambda p: (p["success_rate"] is None, -(p["success_rate"] or 0), p["name"]))
+        def order(p):
+            return [int(p["success_rate"] is None), -(p["success_rate"] or 0), p["name"]]
     else:
-        peers.sort(key=lambda p: p["name"])
-    return {"peers": peers[:limit], "nextCursor": None}
+        def order(p):
+            return [p["name"]]
+    peers.sort(key=order)
+    page, last = cursors.page_sorted(peers, order, after, limit)
+    return {"peers": page, "nextCursor": listing.next_cursor(last)}
 
 
 def render_skill_md(name: str, definition: dict[str, Any]) -> str:

@@ -57,7 +57,7 @@ def peers_tool(principal: Principal, req: m.PeersRequest) -> dict[str, Any]:
     if req.action == "describe":
         m.require(req, "name")
         return peers.describe(principal, req.name)
-    return peers.find(principal, req.query, req.capability, req.sort_by, req.limit)
+    return peers.find(principal, req.query, req.capability, req.sort_by, req.limit, req.cursor)
 
 
 def channels_tool(principal: Principal, req: m.ChannelsRequest) -> dict[str, Any]:
@@ -65,7 +65,7 @@ def channels_tool(principal: Principal, req: m.ChannelsRequest) -> dict[str, Any
     from relaynet import channels
 
     if req.action == "list":
-        return channels.list_channels(principal, req.state or "active", req.limit)
+        return channels.list_channels(principal, req.state or "active", req.limit, req.cursor)
     if req.action == "open":
         m.require(req, "type", "target")
         targets = [req.target] if isinstance(req.target, str) else list(req.target)
@@ -83,7 +83,7 @@ def tasks_tool(principal: Principal, req: m.TasksRequest, on_terminal=None) -> d
     from relaynet.models.worker import TaskUpdateRequest
 
     if req.action == "list":
-        return tasks.list_for(principal, req.scope or "own", req.state or "active", req.limit)
+        return tasks.list_for(principal, req.scope or "own", req.state or "active", req.limit, req.cursor)
     m.require(req, "task_id")
     if req.action == "progress":
         m.require(req, "payload")
@@ -100,7 +100,9 @@ def tasks_tool(principal: Principal, req: m.TasksRequest, on_terminal=None) -> d
 
 
 def wait(principal: Principal, task_id: str, timeout_s: int) -> dict[str, Any]:
-    """tasks ``wait``: the summary once terminal, or ``{done: false}`` after at most
+    """tasks ``wait`` (PROTOCOL.md 5.7): once the task is terminal (at once if it already is), its
+    summary ``{id, title, state, creator, target, assignee, resource, createdAt, updatedAt}`` with
+    ``done: true``; ``{done: false}`` if it is not terminal after at most
     ``min(timeout, RELAYNET_MAX_WAIT_SECONDS)``. An unknown id is 404 at once."""
     from relaynet import tasks
 
@@ -108,9 +110,9 @@ def wait(principal: Principal, task_id: str, timeout_s: int) -> dict[str, Any]:
     while True:
         task = tasks.load_task(principal.network_id, task_id)
         if task["state"] in TERMINAL:
-            return {"done": True, "task": tasks.summary(task)}
+            return {**tasks.summary(task), "done": True}
         if time.monotonic() >= deadline:
-            return {"done": False, "task": tasks.summary(task)}
+            return {"done": False}
         time.sleep(min(WAIT_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
 
 
@@ -120,7 +122,7 @@ def context_tool(principal: Principal, req: m.ContextRequest) -> dict[str, Any]:
 
     if req.action == "search":
         m.require(req, "query")
-        return context.search(principal, req.query, req.scope or "channel", req.channel_id, req.limit)
+        return context.search(principal, req.query, req.scope or "channel", req.channel_id, req.limit, req.cursor)
     m.require(req, "speaker")
     if req.channel_id and req.thread_id:
         raise InvalidArgument.field("thread_id", "give channel_id or thread_id, not both")

@@ -501,26 +501,30 @@ def progress(principal: Principal, task_id: str, payload: Any) -> dict[str, Any]
 
 
 def list_for(principal: Principal, scope: str = "own", state: str = "active", limit: int = 20,
-             max_read: int = 1000) -> dict[str, Any]:
+             cursor: str | None = None, max_read: int = 1000) -> dict[str, Any]:
     """The plugin surface's ``tasks list`` (PROTOCOL.md 5.7): summaries, newest first. ``scope``
     ``own``: created by or assigned to (an instance of) the caller's agent; ``all``: the network's.
-    ``state`` ``active``: not terminal; ``all``. Reads at most ``max_read`` tasks of the listing
-    index. Returns ``{tasks, nextCursor}`` (``nextCursor`` is always null: the newest ``limit``)."""
+    ``state`` ``active``: not terminal; ``all``. Returns ``{tasks, nextCursor}`` (PROTOCOL.md 2
+    "Lists"); one page reads at most ``max_read`` tasks of the listing index (a sparse filter may
+    give a short page that still has a cursor). A bad cursor is InvalidArgument."""
+    from relaynet import cursors
+
     net = principal.network_id
+    listing = cursors.Listing("tasks.list", principal, scope=scope, state=state)
+    after = listing.position(cursor)
     mine: set[str] = set()
     if scope == "own":
         mine = {i["id"] for i in load(net).instances.values() if i["agent"] == principal.agent}
-    out = []
-    for task in t.query(k.tasks_index(net), index="GSI2", forward=False, limit=max_read):
+
+    def accept(task: dict[str, Any]) -> bool:
         if state == "active" and task["state"] in TERMINAL:
-            continue
-        if scope == "own" and (task.get("creator") or {}).get("agent") != principal.agent \
-                and task.get("assignee") not in mine:
-            continue
-        out.append(summary(task))
-        if len(out) >= limit:
-            break
-    return {"tasks": out, "nextCursor": None}
+            return False
+        return scope != "own" or (task.get("creator") or {}).get("agent") == principal.agent \
+            or task.get("assignee") in mine
+
+    walk = t.iterate(k.tasks_index(net), index="GSI2", forward=False, sk_lt=after, page_size=min(max_read, 100))
+    page, last = cursors.page_scan(walk, lambda task: task["id"], accept, limit, max_read)
+    return {"tasks": [summary(task) for task in page], "nextCursor": listing.next_cursor(last)}
 
 
 def return_to_pending(net: str, instance_id: str, reason: str = "instance stopped") -> list[str]:

@@ -182,3 +182,54 @@ def test_the_graph_has_agents_instances_and_delegation_edges(api, ops):
     from relaynet.control import mermaid
 
     assert mermaid(graph).startswith("flowchart LR")
+
+
+MISSING = {  # a well-formed name or id of an object that is not in the network
+    "control_cancel_task": {"taskId": "task_01ABCDEFGHJKMNPQRSTVWXYZ00"},
+    "control_stop_agent": {"instanceId": "inst_01ABCDEFGHJKMNPQRSTVWXYZ00"},
+    "control_restart_agent": {"instanceId": "inst_01ABCDEFGHJKMNPQRSTVWXYZ00"},
+    "control_release_claim": {"claimId": "clm_01ABCDEFGHJKMNPQRSTVWXYZ00"},
+    "control_launch_agent": {"agentName": "nobody"},
+    "control_wake_agent": {"toAgent": "nobody"},
+    "control_ask": {"toAgent": "nobody", "body": "hello?"},
+    "control_reply": {"threadId": "thr_01ABCDEFGHJKMNPQRSTVWXYZ00", "body": "hello?"},
+    "control_delegate": {"toAgent": "nobody", "objective": "x"},
+}
+
+
+@pytest.mark.parametrize("tool", sorted(MISSING))
+def test_an_object_that_does_not_exist_is_404_before_any_grant_check(api, ops, tool):
+    # PROTOCOL.md 2: existence (404) is checked before permission (403), even for a watcher
+    # whose grant is too low for the tool
+    for rep in LEVELS:
+        status, body, _ = api(tool, MISSING[tool], ops.tokens["representatives"][rep])
+        assert (status, body["error"]["code"]) == (404, "not_found"), (tool, rep, body)
+
+
+def test_a_creators_cancel_notifies_the_assignee_too(api, ops):
+    lead, coder = ops.token("lead0"), ops.principals["coder0"]
+    task = api("network_delegate", {"objective": "x", "toInstance": coder.instance_id}, lead)[1]
+    api("network_task_update", {"taskId": task["taskId"], "status": "accepted"}, ops.token("coder0"))
+    api("network_inbox", {}, ops.token("coder0"))
+    status, _, _ = api("tasks", {"action": "cancel", "task_id": task["taskId"], "reason": "not needed"}, lead)
+    assert status == 200
+    (notice,) = api("network_inbox", {}, ops.token("coder0"))[1]["messages"]
+    assert notice["kind"] == "task_update" and notice["taskId"] == task["taskId"] and notice["state"] == "cancelled"
+    assert "not needed" in notice["body"]
+    # the creator's side hears it too (its agent's mailbox, for its other instances)
+    assert api("control_task_status", {"taskId": task["taskId"]}, ops.tokens["representatives"]["watcher"])[1][
+        "task"]["state"] == "cancelled"
+
+
+def test_a_representatives_cancel_notifies_the_creator_and_the_assignee(api, ops):
+    lead, coder = ops.token("lead0"), ops.principals["coder1"]
+    task = api("network_delegate", {"objective": "y", "toInstance": coder.instance_id}, lead)[1]
+    api("network_task_update", {"taskId": task["taskId"], "status": "accepted"}, ops.token("coder1"))
+    api("network_inbox", {}, ops.token("coder1"))
+    api("network_inbox", {}, lead)
+    status, _, _ = api("control_cancel_task", {"taskId": task["taskId"], "reason": "scope cut"},
+                       ops.tokens["representatives"]["boss"])
+    assert status == 200
+    for token in (lead, ops.token("coder1")):
+        (notice,) = api("network_inbox", {}, token)[1]["messages"]
+        assert notice["kind"] == "task_update" and notice["state"] == "cancelled"

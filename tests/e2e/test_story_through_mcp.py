@@ -97,7 +97,7 @@ def test_planner_delegates_a_coder_claims_and_completes_and_the_reviewers_answer
             # An ask to the reviewers group and its reply round-trip.
             asked = await _ok(planner, "network_ask", toAgent="reviewers", subject="Review /health",
                               body="Please review the /health change")
-            assert asked["recipients"] == ["reviewer"]
+            assert asked["recipients"] == [{"agent": "reviewer"}]
             got = (await _ok(reviewer, "network_inbox"))["messages"]
             assert [m["threadId"] for m in got] == [asked["threadId"]] and "network_reply" in got[0]["instructions"]
             await _ok(reviewer, "network_reply", threadId=asked["threadId"], body="Approved")

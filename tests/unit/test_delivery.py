@@ -199,9 +199,9 @@ def test_only_a_participant_may_post_in_a_thread(demo):
 def test_an_agent_addressed_through_a_group_or_an_instance_becomes_a_participant(demo):
     planner, reviewer, coder1 = demo.principals["planner0"], demo.principals["reviewer0"], demo.principals["coder1"]
     by_group = messaging.ask(planner, w.AskRequest(body="via group", toAgent="reviewers"))["threadId"]
-    assert messaging.reply(reviewer, w.ReplyRequest(threadId=by_group, body="ok"))["recipients"] == ["planner"]
+    assert messaging.reply(reviewer, w.ReplyRequest(threadId=by_group, body="ok"))["recipients"] == [{"agent": "planner"}]
     by_instance = messaging.ask(planner, w.AskRequest(body="via instance", toInstance=coder1.instance_id))["threadId"]
-    assert messaging.reply(coder1, w.ReplyRequest(threadId=by_instance, body="ok"))["recipients"] == ["planner"]
+    assert messaging.reply(coder1, w.ReplyRequest(threadId=by_instance, body="ok"))["recipients"] == [{"agent": "planner"}]
 
 
 def test_a_reply_goes_to_the_most_recent_other_participant(demo):
@@ -209,12 +209,12 @@ def test_a_reply_goes_to_the_most_recent_other_participant(demo):
     thread = messaging.ask(planner, w.AskRequest(body="who reviews?", toAgent="reviewer"))["threadId"]
     messaging.ask(planner, w.AskRequest(body="and you, coder?", toAgent="coder", threadId=thread))
     # planner posted everything so far: its reply goes to the last addressee
-    assert messaging.reply(planner, w.ReplyRequest(threadId=thread, body="anyone?"))["recipients"] == ["coder"]
+    assert messaging.reply(planner, w.ReplyRequest(threadId=thread, body="anyone?"))["recipients"] == [{"agent": "coder"}]
     messaging.reply(reviewer, w.ReplyRequest(threadId=thread, body="me"))
     messaging.reply(coder0, w.ReplyRequest(threadId=thread, body="me too"))
-    assert messaging.reply(planner, w.ReplyRequest(threadId=thread, body="thanks"))["recipients"] == ["coder"]
-    assert messaging.reply(coder0, w.ReplyRequest(threadId=thread, body="np"))["recipients"] == ["planner"]
-    assert messaging.reply(reviewer, w.ReplyRequest(threadId=thread, body="bye"))["recipients"] == ["coder"]
+    assert messaging.reply(planner, w.ReplyRequest(threadId=thread, body="thanks"))["recipients"] == [{"agent": "coder"}]
+    assert messaging.reply(coder0, w.ReplyRequest(threadId=thread, body="np"))["recipients"] == [{"agent": "planner"}]
+    assert messaging.reply(reviewer, w.ReplyRequest(threadId=thread, body="bye"))["recipients"] == [{"agent": "coder"}]
 
 
 def test_an_instance_addressed_by_itself_gets_nothing_in_its_mailbox(demo):
@@ -254,7 +254,7 @@ def test_a_group_of_150_gets_one_copy_each_and_the_senders_agent_none(crowd, mon
         out = messaging.ask(boss, w.AskRequest(body="b" * size, toAgent="crowd"))
         monkeypatch.undo()
         assert tries["n"] == 2 + failures  # the first transaction, then the chunk (once more after a failure)
-        assert sorted(out["recipients"]) == MEMBERS
+        assert sorted(r["agent"] for r in out["recipients"]) == MEMBERS
         for m in MEMBERS:
             assert [e["SK"] for e in _mailbox(crowd.network_id, m)] == [f"MSG#{out['messageId']}"], m
         assert _mailbox(crowd.network_id, "boss") == []

@@ -60,7 +60,7 @@ def fresh(net):
     """After the test, delete what it wrote outside the directory: moto copies the whole table
     for every transaction, so a table that keeps growing makes every later test slower."""
     yield net
-    keep = ("TOKEN#", "NETNAME#", "REP#")
+    keep = ("TOKEN#", "NETNAME#", "REP#", "CONFIG#")
     client = t.client()
     doomed = []
     for page in client.get_paginator("scan").paginate(TableName=t.table_name(), ProjectionExpression="PK, SK"):

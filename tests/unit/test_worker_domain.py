@@ -73,7 +73,7 @@ def test_discover_refuses_a_local_path_as_resource_key(demo):
 def test_ask_to_a_group_reaches_each_member_but_not_the_sender(demo):
     planner, coder0 = demo.principals["planner0"], demo.principals["coder0"]
     out = messaging.ask(coder0, w.AskRequest(body="standup?", toAgent="core"))
-    assert out["recipients"] == ["planner"]
+    assert out["recipients"] == [{"agent": "planner"}]
     got = messaging.inbox(planner)["messages"]
     assert [m["body"] for m in got] == ["standup?"]
     assert "network_reply" in got[0]["instructions"]
@@ -139,16 +139,16 @@ def test_reply_goes_to_the_most_recent_other_participant(demo):
     thread = messaging.ask(planner, w.AskRequest(body="review please", toAgent="reviewers"))["threadId"]
     messaging.inbox(reviewer)
     out = messaging.reply(reviewer, w.ReplyRequest(threadId=thread, body="looks good"))
-    assert out["recipients"] == ["planner"]
+    assert out["recipients"] == [{"agent": "planner"}]
     assert [m["body"] for m in messaging.inbox(planner)["messages"]] == ["looks good"]
     # the planner posted first; now it replies, and the reviewer (last other poster) gets it
-    assert messaging.reply(planner, w.ReplyRequest(threadId=thread, body="thanks"))["recipients"] == ["reviewer"]
+    assert messaging.reply(planner, w.ReplyRequest(threadId=thread, body="thanks"))["recipients"] == [{"agent": "reviewer"}]
 
 
 def test_reply_when_the_caller_posted_everything_goes_to_the_last_addressee(demo):
     planner = demo.principals["planner0"]
     thread = messaging.ask(planner, w.AskRequest(body="anyone?", toAgent="reviewer"))["threadId"]
-    assert messaging.reply(planner, w.ReplyRequest(threadId=thread, body="ping"))["recipients"] == ["reviewer"]
+    assert messaging.reply(planner, w.ReplyRequest(threadId=thread, body="ping"))["recipients"] == [{"agent": "reviewer"}]
 
 
 # 4.6 / 4.7 / 4.8 ----------------------------------------------------------------------------

@@ -105,8 +105,80 @@ class _NotFoundRoute(RelaynetError):
     code = "not_found"
 
 
+MAX_DEPTH = 16  # arrays and objects inside each other; DynamoDB stores at most 32 levels per item
+MAX_NUMBER_DIGITS = 30
+
+
+class _BadBody(ValueError):
+    """A body that is JSON text but not one the protocol accepts (see :func:`parse_body`)."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _BadBody(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _int_literal(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
+        raise _BadBody(f"a number with more than {MAX_NUMBER_DIGITS} digits")
+    return int(text)
+
+
+def _float_literal(text: str) -> float:
+    value = float(text)
+    if len(text) > 2 * MAX_NUMBER_DIGITS or value in (float("inf"), float("-inf")):
+        raise _BadBody(f"a number out of range ({text[:40]})")
+    return value
+
+
+def _constant(name: str) -> Any:
+    raise _BadBody(f"{name} is not JSON")
+
+
+def _depth(value: Any, level: int = 1) -> None:
+    if level > MAX_DEPTH:
+        raise _BadBody(f"nested deeper than {MAX_DEPTH} levels")
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for child in children:
+        if isinstance(child, (dict, list)):
+            _depth(child, level + 1)
+
+
+def parse_body(body: str) -> dict[str, Any]:
+    """The request body as a JSON object, strictly (PROTOCOL.md 2; docs/protocol.md 11): no
+    duplicate keys, numbers of at most 30 digits (no NaN or Infinity), at most 16 levels of
+    nesting, no lone surrogates (text that cannot be UTF-8). Raises InvalidArgument (field ``body``)."""
+    def bad(message: str) -> InvalidArgument:
+        return InvalidArgument(f"body: {message}", [{"field": "body", "message": message}])
+
+    try:
+        parsed = json.loads(body, object_pairs_hook=_pairs, parse_int=_int_literal, parse_float=_float_literal,
+                            parse_constant=_constant)
+    except json.JSONDecodeError as exc:
+        raise bad(f"not valid JSON ({exc.msg} at character {exc.pos})") from None
+    except _BadBody as exc:
+        raise bad(str(exc)) from None
+    except (RecursionError, ValueError):
+        raise bad(f"nested deeper than {MAX_DEPTH} levels or not valid JSON") from None
+    if not isinstance(parsed, dict):
+        raise bad("must be a JSON object")
+    try:
+        _depth(parsed)
+        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+    except _BadBody as exc:
+        raise bad(str(exc)) from None
+    except UnicodeEncodeError:
+        raise bad("a string holds a lone surrogate (not UTF-8 text)") from None
+    return parsed
+
+
 def _prepare(event: dict[str, Any]) -> dict[str, Any]:
-    """Body checks before validation: size (413), empty body -> ``{}``, a JSON object (400).
+    """Body checks before validation: size (413), empty body -> ``{}``, a strict JSON object
+    (400, :func:`parse_body`).
 
     The body is JSON whatever ``Content-Type`` says (``curl -d`` sends a form type, browsers
     ``text/plain``): the header is normalised so validation reads the body as JSON.
@@ -115,20 +187,19 @@ def _prepare(event: dict[str, Any]) -> dict[str, Any]:
     if event.get("isBase64Encoded") and body:
         import base64
 
-        body = base64.b64decode(body).decode("utf-8", errors="replace")
+        raw = base64.b64decode(body)
+        if len(raw) > MAX_BODY_BYTES:
+            raise PayloadTooLarge(f"request body is over {MAX_BODY_BYTES // 1024} KiB")
+        try:
+            body = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidArgument("body: not UTF-8 text", [{"field": "body", "message": "not UTF-8 text"}]) from None
     body = body or ""
-    if len(body.encode("utf-8")) > MAX_BODY_BYTES:
+    if len(body.encode("utf-8", errors="surrogatepass")) > MAX_BODY_BYTES:
         raise PayloadTooLarge(f"request body is over {MAX_BODY_BYTES // 1024} KiB")
     if not body.strip():
         body = "{}"
-    try:
-        parsed = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise InvalidArgument("the body is not valid JSON", [{"field": "body", "message": str(exc)}]) from None
-    except RecursionError:
-        raise InvalidArgument("the body is nested too deeply", [{"field": "body", "message": "nested too deeply"}]) from None
-    if not isinstance(parsed, dict):
-        raise InvalidArgument("the body must be a JSON object", [{"field": "body", "message": "must be an object"}])
+    parse_body(body)
     headers = {key: value for key, value in (event.get("headers") or {}).items() if key.lower() != "content-type"}
     headers["content-type"] = "application/json"
     return {**event, "headers": headers, "body": body, "isBase64Encoded": False}
@@ -198,7 +269,7 @@ class ToolApp:
                                          f"{missing}: add them to DYNAMODB_ACTIONS in functions/{self.tool.name}.py "
                                          "and to its policy in template.yaml")
         key = self.app.current_event.headers.get("idempotency-key")
-        if not key:
+        if key is None:  # present but empty is a bad key (400), not "no key"
             return fn()
         from relaynet.http import idempotency
 

@@ -26,6 +26,24 @@ class NoArgs(ControlRequest):
     """A control tool that takes only ``networkId?``."""
 
 
+Limit = Annotated[int, Field(ge=1, le=100, description="Items per page, at most 100")]
+Cursor = Optional[Annotated[str, Field(min_length=1, max_length=2048, description="nextCursor of the previous page")]]
+
+
+class ListNetworksRequest(ControlRequest):
+    """control_list_networks: the networks the representative holds a grant on, in grant order."""
+
+    limit: Limit = 50
+    cursor: Cursor = None
+
+
+class ListAgentsRequest(ControlRequest):
+    """control_list_agents: agent definitions with their instances, by name."""
+
+    limit: Limit = 50
+    cursor: Cursor = None
+
+
 class UseNetworkRequest(Request):
     """control_use_network."""
 
@@ -43,8 +61,8 @@ class ListTasksRequest(ControlRequest):
     """control_list_tasks: newest first."""
 
     status: Optional[TaskState] = None
-    limit: Annotated[int, Field(ge=1, le=100)] = 50
-    cursor: Optional[str] = None
+    limit: Limit = 50
+    cursor: Cursor = None
 
 
 class TaskRequest(ControlRequest):
@@ -56,8 +74,8 @@ class TaskRequest(ControlRequest):
 class HistoryRequest(ControlRequest):
     """control_get_history: recent events, newest first."""
 
-    limit: Annotated[int, Field(ge=1, le=100)] = 50
-    cursor: Optional[str] = None
+    limit: Limit = 50
+    cursor: Cursor = None
 
 
 class ThreadRequest(ControlRequest):
@@ -129,5 +147,5 @@ class ChannelHistoryRequest(ControlRequest):
     """control_channel_history."""
 
     conversationId: Optional[Annotated[str, Field(min_length=1, max_length=64)]] = None
-    limit: Annotated[int, Field(ge=1, le=100)] = 100
-    cursor: Optional[str] = None
+    limit: Limit = 100
+    cursor: Cursor = None

@@ -14,7 +14,8 @@ from relaynet.errors import InvalidArgument
 from relaynet.models.common import Body, Name, Request, Short
 
 ChannelType = Literal["conversation", "discussion", "consulting", "workflow"]
-Limit = Annotated[int, Field(ge=1, le=100)]
+Limit = Annotated[int, Field(ge=1, le=100, description="Items per page, at most 100")]
+Cursor = Optional[Annotated[str, Field(min_length=1, max_length=2048, description="nextCursor of the previous page")]]
 Timeout = Annotated[int, Field(ge=0, le=86400, description="Seconds to wait in all; the server holds at most 20 s per request")]
 
 
@@ -64,7 +65,7 @@ class PeersRequest(Request):
     capability: Optional[Annotated[str, Field(max_length=64)]] = None
     sort_by: Optional[Literal["name", "cost", "track_record"]] = None
     limit: Limit = 20
-    cursor: Optional[str] = None
+    cursor: Cursor = None
     name: Optional[Name] = None
 
 
@@ -81,7 +82,7 @@ class ChannelsRequest(Request):
     message: Optional[Body] = None
     channel_id: Optional[Annotated[str, Field(min_length=1, max_length=64)]] = None
     limit: Limit = 20
-    cursor: Optional[str] = None
+    cursor: Cursor = None
 
 
 class TasksRequest(Request):
@@ -95,7 +96,7 @@ class TasksRequest(Request):
     scope: Optional[Literal["own", "all"]] = None
     state: Optional[Literal["active", "all"]] = None
     limit: Limit = 20
-    cursor: Optional[str] = None
+    cursor: Cursor = None
     timeout: Timeout = 300
 
 
@@ -110,4 +111,4 @@ class ContextRequest(Request):
     speaker: Optional[Name] = None
     recent_n: Annotated[int, Field(ge=1, le=100)] = 1
     limit: Limit = 10
-    cursor: Optional[str] = None
+    cursor: Cursor = None

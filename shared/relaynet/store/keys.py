@@ -14,6 +14,7 @@ access patterns each serves).
 | artifact without task | ``NET#<net>#ARTS`` | ``ART#<art>`` |
 | claims head and active claims | ``NET#<net>#CLAIMS`` | ``HEAD`` / ``CLAIM#<clm>`` |
 | ended claims (released or expired, kept a day) | ``NET#<net>#CLAIMS#ENDED`` | ``CLAIM#<clm>`` |
+| the deployment's cursor-signing key | ``CONFIG#CURSORS`` | ``KEY`` |
 
 GSI1 (sparse, routing): ``GSI1PK = ROUTE``, ``GSI1SK = <due ms, 13 digits>#<net>#<task>`` on
 tasks that are ``pending`` (not parked) or ``offered``; a pending task nobody is eligible for is
@@ -34,6 +35,11 @@ ROUTE = "ROUTE"
 
 def token(token_hash: str) -> tuple[str, str]:
     return f"TOKEN#{token_hash}", "TOKEN"
+
+
+def cursor_key() -> tuple[str, str]:
+    """The deployment's secret for signing list cursors (relaynet.cursors), one per table."""
+    return "CONFIG#CURSORS", "KEY"
 
 
 def network_name(name: str) -> tuple[str, str]:

@@ -260,6 +260,7 @@ def query(
     *,
     sk_prefix: str | None = None,
     sk_gt: str | None = None,
+    sk_lt: str | None = None,
     sk_between: tuple[str, str] | None = None,
     index: str | None = None,
     forward: bool = True,
@@ -277,6 +278,54 @@ def query(
     items *evaluated*, before the filter) and the answer is ``(items, more)``, ``more`` being
     whether DynamoDB stopped before the end of the partition.
     """
+    if one_page:
+        kwargs = _query_kwargs(pk, sk_prefix=sk_prefix, sk_gt=sk_gt, sk_lt=sk_lt, sk_between=sk_between,
+                               index=index, forward=forward, consistent=consistent, filter_expr=filter_expr,
+                               filter_values=filter_values, filter_names=filter_names)
+        if limit is not None:
+            kwargs["Limit"] = max(limit, 1)
+        resp = client().query(**kwargs)
+        return [decode(raw) for raw in resp.get("Items", [])], bool(resp.get("LastEvaluatedKey"))
+    items: list[dict[str, Any]] = []
+    for item in iterate(pk, sk_prefix=sk_prefix, sk_gt=sk_gt, sk_lt=sk_lt, sk_between=sk_between, index=index,
+                        forward=forward, page_size=limit, consistent=consistent, filter_expr=filter_expr,
+                        filter_values=filter_values, filter_names=filter_names):
+        items.append(item)
+        if limit is not None and len(items) >= limit:
+            break
+    return items
+
+
+def iterate(
+    pk: str,
+    *,
+    sk_prefix: str | None = None,
+    sk_gt: str | None = None,
+    sk_lt: str | None = None,
+    sk_between: tuple[str, str] | None = None,
+    index: str | None = None,
+    forward: bool = True,
+    page_size: int | None = None,
+    consistent: bool = True,
+    filter_expr: str | None = None,
+    filter_values: dict[str, Any] | None = None,
+    filter_names: dict[str, str] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Items of one partition in sort-key order, lazily: the next page (``page_size`` items per
+    Query, DynamoDB's 1 MB page when None) is requested only when the caller iterates past the
+    previous one. Arguments as :func:`query`; ``sk_lt`` keeps sort keys below it (a list cursor
+    walking newest first)."""
+    kwargs = _query_kwargs(pk, sk_prefix=sk_prefix, sk_gt=sk_gt, sk_lt=sk_lt, sk_between=sk_between,
+                           index=index, forward=forward, consistent=consistent, filter_expr=filter_expr,
+                           filter_values=filter_values, filter_names=filter_names)
+    yield from _pages(kwargs, page_size)
+
+
+def _query_kwargs(pk: str, *, sk_prefix: str | None, sk_gt: str | None, sk_lt: str | None,
+                  sk_between: tuple[str, str] | None, index: str | None, forward: bool, consistent: bool,
+                  filter_expr: str | None, filter_values: dict[str, Any] | None,
+                  filter_names: dict[str, str] | None) -> dict[str, Any]:
+    """The Query request of :func:`query` and :func:`iterate` (without ``Limit``)."""
     pk_attr, sk_attr = ("PK", "SK") if index is None else (f"{index}PK", f"{index}SK")
     cond = "#pk = :pk"
     names = {"#pk": pk_attr}
@@ -289,6 +338,10 @@ def query(
         cond += " AND #sk > :skg"
         names["#sk"] = sk_attr
         vals[":skg"] = {"S": sk_gt}
+    elif sk_lt is not None:
+        cond += " AND #sk < :skl"
+        names["#sk"] = sk_attr
+        vals[":skl"] = {"S": sk_lt}
     elif sk_between is not None:
         cond += " AND #sk BETWEEN :ska AND :skb"
         names["#sk"] = sk_attr
@@ -309,17 +362,31 @@ def query(
         names.update(filter_names or {})
     kwargs["ExpressionAttributeNames"] = names
     kwargs["ExpressionAttributeValues"] = vals
-    if one_page:
-        if limit is not None:
-            kwargs["Limit"] = max(limit, 1)
+    return kwargs
+
+
+def count(pk: str, *, sk_prefix: str | None = None, limit: int, consistent: bool = False) -> int:
+    """How many items of one partition (whose sort key starts with ``sk_prefix``) exist, counting
+    at most ``limit`` (a Query with ``Select=COUNT`` that stops there: it reads at most ``limit``
+    items, so its cost is bounded by the limit)."""
+    cond, names = "#pk = :pk", {"#pk": "PK"}
+    vals: dict[str, Any] = {":pk": {"S": pk}}
+    if sk_prefix is not None:
+        cond += " AND begins_with(#sk, :skp)"
+        names["#sk"] = "SK"
+        vals[":skp"] = {"S": sk_prefix}
+    kwargs: dict[str, Any] = {"TableName": table_name(), "KeyConditionExpression": cond, "Select": "COUNT",
+                              "ExpressionAttributeNames": names, "ExpressionAttributeValues": vals,
+                              "ConsistentRead": consistent}
+    seen = 0
+    while seen < limit:
+        kwargs["Limit"] = limit - seen
         resp = client().query(**kwargs)
-        return [decode(raw) for raw in resp.get("Items", [])], bool(resp.get("LastEvaluatedKey"))
-    items: list[dict[str, Any]] = []
-    for item in _pages(kwargs, limit):
-        items.append(item)
-        if limit is not None and len(items) >= limit:
+        seen += int(resp.get("Count", 0))
+        if not resp.get("LastEvaluatedKey"):
             break
-    return items
+        kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+    return seen
 
 
 def _pages(kwargs: dict[str, Any], limit: int | None) -> Iterator[dict[str, Any]]:
