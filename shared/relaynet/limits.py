@@ -56,4 +56,4 @@ def check_mailboxes(net: str, mailboxes: list[dict[str, str]]) -> None:
         if n >= cap:
             who = box.get("agent") or box.get("instanceId")
             raise RateLimited(f"the mailbox of {who} holds {cap} undelivered messages; retry once it has read some",
-                              {"mailbox": dict(box), "cap": cap}, headers={"Retry-After": str(RETRY_FULL_MAILBOX_S)})
+                              {"mailbox": k.public_address(box), "cap": cap}, headers={"Retry-After": str(RETRY_FULL_MAILBOX_S)})

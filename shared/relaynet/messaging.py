@@ -358,7 +358,7 @@ def addresses(mailboxes: list[dict[str, str]]) -> list[dict[str, str]]:
     the message was put in, ``{"agent": name}`` (a group's members each as an agent) or
     ``{"instanceId": id}``; empty when it is only stored in the thread (no recipient, the
     sender's own instance, or a representative, who reads threads with control_get_thread)."""
-    return [dict(box) for box in mailboxes]
+    return [k.public_address(box) for box in mailboxes]
 
 
 def _posters_update(meta: dict[str, Any], poster: str, to: dict | None) -> dict[str, Any]:

@@ -124,15 +124,10 @@ def _step(task: dict[str, Any], state: str, actor: dict[str, Any], now_ms: int, 
         task.pop("dueAt", None)
 
 
-def _public_to(box: dict[str, str]) -> dict[str, str]:
-    """The message's ``to`` for mailbox ``box``: ``{"instanceId"}`` or ``{"agent"}`` (PROTOCOL.md 3)."""
-    return {"instanceId": box["instanceId"]} if "instanceId" in box else {"agent": box["agent"]}
-
-
 def _notice(task: dict[str, Any], to: dict[str, str], actor: dict[str, Any], body: str) -> list[dict[str, Any]]:
     """A ``task_update`` message in the task's thread and in mailbox ``to`` (``{"agent"}`` or
     ``{"instanceId", "agent"}``)."""
-    msg = new_message("task_update", task["threadId"], actor, _public_to(to), body, task["title"], task["id"], task.get("resource"),
+    msg = new_message("task_update", task["threadId"], actor, k.public_address(to), body, task["title"], task["id"], task.get("resource"),
                       state=task["state"])
     net = task["networkId"]
     return [t.tx_put(message_item(net, msg)), t.tx_put(mailbox_entry(net, to, msg))]

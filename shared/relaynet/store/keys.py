@@ -93,6 +93,15 @@ def mailbox_pk(net_id: str, address: dict) -> str:
     return f"{net(net_id)}#MBOX#A#{address['agent']}"
 
 
+def public_address(mailbox: dict) -> dict:
+    """The protocol's address (PROTOCOL.md 2) of a mailbox address: ``{"instanceId": id}`` for an
+    instance's mailbox (whose address also carries its ``agent``, for the mailbox view) or
+    ``{"agent": name}``; what ``recipients`` and error details show."""
+    if "instanceId" in mailbox:
+        return {"instanceId": mailbox["instanceId"]}
+    return {"agent": mailbox["agent"]}
+
+
 def mailbox_view(net_id: str, agent: str) -> str:
     """GSI3PK of every mailbox entry of ``agent`` and of its instances (the inbox summary)."""
     return f"{net(net_id)}#MBOXV#{agent}"
