@@ -18,7 +18,8 @@ from tests.conftest import ROOT
 COMMITTED = ROOT / "docs" / "openapi.json"
 FUNCTIONS = ROOT / "functions"
 #: Handler files that are not tools, and the routes they serve (None: no route).
-NOT_TOOLS = {"authorizer": None, "sweep": None, "health": "GET /v1/health", "openapi": "GET /v1/openapi.json"}
+NOT_TOOLS = {"authorizer": (), "sweep": (), "health": ("GET /v1/health",), "openapi": ("GET /v1/openapi.json",),
+             "ui": ("GET /v1/ui", "GET /v1/ui/{asset}")}
 ERROR_STATUSES = {"400", "401", "403", "404", "409", "413", "429", "500"}
 
 
@@ -48,10 +49,10 @@ def test_template_routes_handler_files_and_operations_are_the_same_tools(doc):
     files = {p.stem for p in FUNCTIONS.glob("*.py") if not p.name.startswith("_")}
     ops = operations(doc)
 
-    assert other_routes == {r for r in NOT_TOOLS.values() if r}, "routes that are not tools"
-    for stem, route in NOT_TOOLS.items():
+    assert other_routes == {r for rs in NOT_TOOLS.values() for r in rs}, "routes that are not tools"
+    for stem, served in NOT_TOOLS.items():
         assert stem in files, f"functions/{stem}.py is missing"
-        if route:
+        for route in served:
             assert routes[route].handler == f"{stem}.handler"
     tool_files = files - set(NOT_TOOLS)
     named = {"template routes": tool_routes, "handler files": tool_files, "OpenAPI operations": set(ops),
