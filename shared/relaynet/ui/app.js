@@ -127,7 +127,7 @@
 
   const may = (level) => state.grant !== null && LEVELS.indexOf(state.grant) >= LEVELS.indexOf(level);
   function grantNote(level, what) {
-    return may(level) ? null : el("p", { class: "note", text: `${what} need${what.endsWith("s") ? "" : "s"} the ${level} grant` +
+    return may(level) ? null : el("p", { class: "note", text: `${what} the ${level} grant` +
       (state.grant ? ` (this token has ${state.grant}).` : ".") });
   }
 
@@ -190,7 +190,7 @@
               onclick: () => wake({ toAgent: agent.name }, agent.name) }) : null)),
         insts.length ? el("ul", { class: "insts" }, insts) : el("p", { class: "empty", text: "No instances: tasks for it wait as pending." }));
     });
-    fill("agents", ...list, grantNote("operate", "Wake, stop and restart"));
+    fill("agents", ...list, grantNote("operate", "Wake, stop and restart need"));
   }
 
   function renderFilters() {
@@ -235,7 +235,7 @@
             text: "Cancel", onclick: () => cancelTask(t) }) : null));
     });
     fill("tasks", el("ul", { class: "rows" }, rows), data.nextCursor ? el("p", { class: "note", text: "Showing the newest 100 tasks." }) : null,
-      grantNote("delegate", "Cancelling tasks"));
+      grantNote("delegate", "Cancelling tasks needs"));
   }
 
   function renderClaims() {
@@ -259,7 +259,7 @@
           operate ? el("button", { type: "button", class: "act warn", "data-action": "release", text: "Release",
             onclick: () => releaseClaim(c, who) }) : null));
     });
-    fill("claims", el("ul", { class: "rows" }, rows), grantNote("operate", "Releasing claims"));
+    fill("claims", el("ul", { class: "rows" }, rows), grantNote("operate", "Releasing claims needs"));
   }
 
   function tickCountdowns() {
