@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8787
 
-.PHONY: setup run test lint openapi cost build bench clean
+.PHONY: setup chromium run test lint openapi cost build bench screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,19 @@ run: $(STAMP)
 	$(BIN)/relaynet serve --host $(HOST) --port $(PORT) --spec examples/demo-network.yaml \
 		--tokens-out .relaynet/tokens.json --print-mcp-config
 
-test: $(STAMP)
+# Debian's chromium for the operator page's browser test (tests/e2e/test_ui_browser.py): nothing
+# to do when /usr/bin/chromium exists, else apt-get (as root, or through passwordless sudo). When
+# that is impossible the browser test skips and prints why; the rest of the suite runs anyway.
+chromium:
+	@if [ -x /usr/bin/chromium ]; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then echo "make: no apt-get to install chromium: the browser test will skip"; exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
+	else echo "make: not root and no passwordless sudo to install chromium: the browser test will skip"; exit 0; fi; \
+	echo "make: installing Debian's chromium (apt-get) for the browser test"; \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null \
+		|| echo "make: apt-get could not install chromium: the browser test will skip"
+
+test: $(STAMP) chromium
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
@@ -41,6 +53,10 @@ build: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+
+# docs/ui-desktop.png and docs/ui-phone.png (the README's pictures of the operator page).
+screenshots: $(STAMP) chromium
+	$(BIN)/python infra/scripts/ui_screenshots.py docs
 
 clean:
 	rm -rf $(VENV) .relaynet .pytest_cache .hypothesis

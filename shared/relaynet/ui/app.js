@@ -17,7 +17,7 @@
   const LEVELS = ["observe", "communicate", "delegate", "operate"];
   const ACTIVE_STATES = ["pending", "offered", "accepted", "working", "blocked"];
   const TERMINAL = ["completed", "failed", "cancelled"];
-  const HISTORY_PAGE = 15;
+  const HISTORY_PAGE = 12;
   // the API lives beside the page: <base>/ui -> <base>/tools/<tool> (works under any stage prefix)
   const API = location.pathname.replace(/\/ui\/?$/, "/");
 
@@ -150,6 +150,14 @@
     );
   }
 
+  function instanceLabel(instanceId) {
+    const agents = state.data.agents;
+    if (agents && !(agents instanceof ApiError)) {
+      for (const a of agents.agents) if (a.instances.some((i) => i.id === instanceId)) return `${a.name} ${shortId(instanceId)}`;
+    }
+    return shortId(instanceId);
+  }
+
   function activeTaskOf(instanceId) {
     const tasks = state.data.tasks;
     if (!tasks || tasks instanceof ApiError) return null;
@@ -220,14 +228,15 @@
     const canCancel = may("delegate");
     const rows = shown.map((t) => {
       const stuck = why.get(t.id);
-      const target = t.target ? (t.target.agent || t.target.group || (t.target.instanceId && shortId(t.target.instanceId)) || t.target.resource) : "";
+      const target = t.target ? (t.target.agent || t.target.group || (t.target.instanceId && instanceLabel(t.target.instanceId)) || t.target.resource) : "";
+      const assigned = t.assignee && t.assignee !== (t.target && t.target.instanceId) ? ` · ${t.state === "offered" ? "offered to" : "held by"} ${instanceLabel(t.assignee)}` : "";
       const creator = t.creator ? (t.creator.agent || (t.creator.representative && `rep ${t.creator.representative}`) || "hub") : "";
       const reason = stuck ? (stuck.why === "blocked" ? `blocked: ${stuck.reason || "no reason given"}`
         : "waiting: no live instance is eligible") : null;
       return el("li", { class: "row", "data-task": t.id, "data-state": t.state },
         pill(t.state),
         el("div", { class: "main" }, el("div", { class: "title", text: t.title }),
-          el("div", { class: "sub", text: `${creator} → ${target}${t.assignee ? " · " + shortId(t.assignee) : ""}` }),
+          el("div", { class: "sub", text: `${creator} → ${target}${assigned}` }),
           reason ? el("div", { class: "why", text: reason }) : null),
         el("div", { class: "side" },
           el("span", { class: "sub", title: t.createdAt, text: `${ago(t.createdAt)} old` }),
@@ -289,6 +298,7 @@
     if (!data) return;
     $("history-older").disabled = !data.nextCursor;
     $("history-newest").disabled = state.historyCursors.length <= 1;
+    $("history-page").textContent = state.historyCursors.length > 1 ? `page ${state.historyCursors.length}, older events` : "newest first";
     if (!data.events.length) return fill("history", el("p", { class: "empty", text: "Nothing has happened yet." }));
     fill("history", el("ul", { class: "events" }, data.events.map((e) => el("li", { class: "event", "data-event": e.id },
       el("span", { class: "at", title: e.at, text: clockTime(e.at) }),
@@ -383,6 +393,7 @@
       swatch.style.background = colour; // CSSOM, allowed by style-src 'self'
       return el("span", {}, swatch, kind);
     }));
+    root.style.maxWidth = `${Math.round(width * 1.15)}px`; // CSSOM, allowed by style-src 'self'
     fill("graph", el("div", { class: "graph-wrap" }, root), legend);
   }
 
@@ -575,7 +586,7 @@
   async function start() {
     $("signin").hidden = true;
     $("console").hidden = false;
-    $("bar-main").hidden = false;
+    $("bar-main").hidden = $("signout").hidden = false;
     state.data = { status: null, agents: null, tasks: null, blocked: null, graph: null, history: null };
     state.me = null; state.grant = null; state.network = null;
     let networks = [];
@@ -602,7 +613,7 @@
     sessionStorage.removeItem(TOKEN_KEY);
     sessionStorage.removeItem(NET_KEY);
     $("console").hidden = true;
-    $("bar-main").hidden = true;
+    $("bar-main").hidden = $("signout").hidden = true;
     $("signin").hidden = false;
     for (const id of ["agents", "claims", "tasks", "channels", "graph", "history"]) section(id).replaceChildren();
     $("summary").replaceChildren();
