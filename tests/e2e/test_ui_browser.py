@@ -36,10 +36,14 @@ expect.set_options(timeout=WAIT_MS)
 
 
 def spec_text() -> str:
+    """The demo spec, plus ``tester`` (no instance), ``viewer`` (observe) and a second network
+    ``lab`` that ``ops`` may only observe (for the network switcher)."""
     spec = yaml.safe_load((ROOT / "examples" / "demo-network.yaml").read_text())
     spec["agents"].append({"name": "tester", "description": "Runs the acceptance tests", "instances": 0})
-    spec["representatives"].append({"name": "viewer", "grants": {"demo": "observe"}})
-    return yaml.safe_dump(spec, sort_keys=False)
+    spec["representatives"] = [{"name": "ops", "grants": {"demo": "operate", "lab": "observe"}},
+                               {"name": "viewer", "grants": {"demo": "observe"}}]
+    lab = {"network": "lab", "agents": [{"name": "solo", "description": "The lab's only agent", "instances": 1}]}
+    return yaml.safe_dump_all([spec, lab], sort_keys=False)
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +121,8 @@ def test_ops_sees_the_demo_agents_a_task_move_pending_to_completed_and_a_claim_r
     expect(page.locator("[data-agent=coder] .inst")).to_have_count(2)
     expect(page.locator("[data-agent=tester]")).to_contain_text("No instances")
     expect(page.locator("#who")).to_contain_text("ops")
+    expect(page.locator("#network option")).to_have_count(2)  # ops has grants on demo and lab
+    expect(page.locator("#network")).to_have_value(hub.tokens["networks"]["demo"]["networkId"])
     page.click("[data-filter=all]")
 
     with RelaynetClient(hub.url, hub.token("planner")) as planner:
@@ -126,6 +132,9 @@ def test_ops_sees_the_demo_agents_a_task_move_pending_to_completed_and_a_claim_r
     expect(row).to_have_attribute("data-state", "pending")
     expect(row).to_contain_text("Run the acceptance suite")
     expect(row).to_contain_text("no live instance is eligible")  # control_list_blocked's reason
+
+    expect(page.locator("#graph [data-node='agent:tester']")).to_be_visible()
+    expect(page.locator("#graph [data-kind=delegated]").first).to_be_attached()
 
     launched = control(hub, "control_launch_agent", agentName="tester")
     with RelaynetClient(hub.url, launched["token"]) as tester:
@@ -141,6 +150,8 @@ def test_ops_sees_the_demo_agents_a_task_move_pending_to_completed_and_a_claim_r
         expect(claim_row).to_contain_text("tester")
         clock = claim_row.locator(".countdown")
         expect(clock).to_have_text(re.compile(r"^0[45]:\d\d$"))
+        expect(page.locator(f"#graph [data-node='instance:{launched['instanceId']}']")).to_be_visible()
+        expect(page.locator("#graph [data-kind=claims]")).to_have_count(1)  # instance -> scope
         first = clock.inner_text()
         expect(clock).not_to_have_text(first)  # it counts down between refreshes, every second
         m, s = map(int, clock.inner_text().split(":"))
@@ -305,3 +316,39 @@ def test_the_token_is_never_in_a_url_the_markup_or_the_hubs_log(chromium, hub):
     secrets = [token, *(i["token"] for n in hub.tokens["networks"].values() for insts in n["instances"].values()
                         for i in insts)]
     assert not [s for s in secrets if s in log]
+
+
+def test_the_switcher_shows_another_granted_network_with_its_own_grant(tab, hub):
+    page = tab.page
+    tab.sign_in(ops_token(hub))
+    expect(page.locator("[data-agent=planner]")).to_be_visible()
+    expect(page.locator("[data-action=release], [data-action=stop]").first).to_be_visible()
+    page.select_option("#network", hub.tokens["networks"]["lab"]["networkId"])
+    expect(page.locator("[data-agent=solo]")).to_be_visible()
+    expect(page.locator("[data-agent=planner]")).to_have_count(0)
+    expect(page.locator("#agents .note")).to_contain_text("this token has observe")
+    assert page.locator("[data-action]").count() == 0  # observe on lab: nothing to operate
+    page.reload()  # the choice is kept for the tab
+    expect(page.locator("[data-agent=solo]")).to_be_visible()
+    # switching never moved the representative's active network (other sessions keep theirs)
+    assert control(hub, "control_whoami")["activeNetwork"] == hub.tokens["networks"]["demo"]["networkId"]
+
+
+def test_history_is_newest_first_and_pages_back(tab, hub):
+    with RelaynetClient(hub.url, hub.token("planner")) as planner:
+        for n in range(14):
+            planner.ask(f"history note {n:02d}", to_agent="reviewer")
+    page = tab.page
+    tab.sign_in(ops_token(hub))
+    first = page.locator("#history .event").first
+    expect(first).to_contain_text("history note 13")
+    expect(page.locator("#history .event")).to_have_count(12)
+    ids = page.locator("#history [data-event]").evaluate_all("els => els.map(e => e.dataset.event)")
+    assert ids == sorted(ids, reverse=True)  # ULIDs: newest first
+    page.click("#history-older")
+    expect(page.locator("#history .event").first).to_contain_text("history note 01")
+    older = page.locator("#history [data-event]").evaluate_all("els => els.map(e => e.dataset.event)")
+    assert older[0] < ids[-1] and not set(older) & set(ids)
+    expect(page.locator("#history-page")).to_contain_text("page 2")
+    page.click("#history-newest")
+    expect(page.locator("#history .event").first).to_contain_text("history note 13")
