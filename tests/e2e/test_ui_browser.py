@@ -352,3 +352,19 @@ def test_history_is_newest_first_and_pages_back(tab, hub):
     expect(page.locator("#history-page")).to_contain_text("page 2")
     page.click("#history-newest")
     expect(page.locator("#history .event").first).to_contain_text("history note 13")
+
+
+def test_a_hub_that_stops_answering_keeps_the_last_view_and_says_so(chromium, tmp_path):
+    own = start_hub(tmp_path)
+    t = Tab(chromium, own, DESKTOP)
+    try:
+        t.sign_in(own.tokens["representatives"]["ops"])
+        expect(t.page.locator("[data-agent=coder]")).to_be_visible()
+        expect(t.page.locator("#live")).to_contain_text("live · updated")
+    finally:
+        stop_hub(own)
+    expect(t.page.locator("#live")).to_have_text("hub not answering, retrying")
+    expect(t.page.locator("[data-agent=coder]")).to_be_visible()  # the last good view stays
+    assert t.page.locator(".refused").count() == 0
+    t.context.close()
+    assert all("Failed to load resource" in e or "ERR_CONNECTION_REFUSED" in e for e in t.errors), t.errors

@@ -178,11 +178,11 @@
           : el("span", { class: "doing", text: inst.availability === "stopped" ? "stopped" : "no active task" });
         const seen = el("span", { class: "sub muted", title: inst.lastSeenAt, text: `seen ${ago(inst.lastSeenAt)} ago` });
         const actions = operate ? el("span", { class: "side" },
-          inst.status !== "stopped" ? el("button", { type: "button", class: "act", "data-action": "wake", text: "Wake",
+          inst.status !== "stopped" ? el("button", { type: "button", class: "act", "data-action": "wake", text: "Wake", "aria-label": `Wake ${agent.name} ${inst.id}`,
             onclick: () => wake({ toInstance: inst.id }, `${agent.name} ${shortId(inst.id)}`) }) : null,
-          inst.status !== "stopped" ? el("button", { type: "button", class: "act warn", "data-action": "stop", text: "Stop",
+          inst.status !== "stopped" ? el("button", { type: "button", class: "act warn", "data-action": "stop", text: "Stop", "aria-label": `Stop ${agent.name} ${inst.id}`,
             onclick: () => twoStep("control_stop_agent", inst, agent.name) }) : null,
-          el("button", { type: "button", class: "act", "data-action": "restart", text: "Restart",
+          el("button", { type: "button", class: "act", "data-action": "restart", text: "Restart", "aria-label": `Restart ${agent.name} ${inst.id}`,
             onclick: () => twoStep("control_restart_agent", inst, agent.name) })) : null;
         return el("li", { class: "inst", "data-instance": inst.id },
           pill(inst.availability === "available" ? "available" : inst.availability),
@@ -241,7 +241,7 @@
         el("div", { class: "side" },
           el("span", { class: "sub", title: t.createdAt, text: `${ago(t.createdAt)} old` }),
           canCancel && !TERMINAL.includes(t.state) ? el("button", { type: "button", class: "act warn", "data-action": "cancel",
-            text: "Cancel", onclick: () => cancelTask(t) }) : null));
+            text: "Cancel", "aria-label": `Cancel ${t.title}`, onclick: () => cancelTask(t) }) : null));
     });
     fill("tasks", el("ul", { class: "rows" }, rows), data.nextCursor ? el("p", { class: "note", text: "Showing the newest 100 tasks." }) : null,
       grantNote("delegate", "Cancelling tasks needs"));
@@ -265,7 +265,7 @@
           el("div", { class: "sub", text: `${who} ${shortId(holder.instanceId)}${c.taskId ? " · task " + shortId(c.taskId) : ""} · ${c.scopeType}` })),
         el("div", { class: "side" },
           el("span", { class: `countdown${cd.left < 60 ? " soon" : ""}`, "data-expires": c.expiresAt, title: `expires ${c.expiresAt}`, text: cd.text }),
-          operate ? el("button", { type: "button", class: "act warn", "data-action": "release", text: "Release",
+          operate ? el("button", { type: "button", class: "act warn", "data-action": "release", text: "Release", "aria-label": `Release ${c.scope}`,
             onclick: () => releaseClaim(c, who) }) : null));
     });
     fill("claims", el("ul", { class: "rows" }, rows), grantNote("operate", "Releasing claims needs"));
@@ -398,17 +398,22 @@
   }
 
   // ---------------------------------------------------------------- refresh loop
+  // One section's data. A refusal (403/404) replaces what the section showed; a hub that does not
+  // answer (network error, 5xx, 429) keeps the last good data on screen and marks the page failing.
   async function load(key, tool, args) {
     try { state.data[key] = await call(tool, args); }
     catch (err) {
       if (err.status === 401) throw err;
-      state.data[key] = err;
+      const transient = err.status === 0 || err.status === 429 || err.status >= 500;
+      if (transient) state.failing = true;
+      if (!transient || !state.data[key] || state.data[key] instanceof ApiError) state.data[key] = err;
     }
   }
 
   async function refresh() {
     if (state.inFlight || !state.token) return;
     state.inFlight = true;
+    state.failing = false;
     try {
       const cursor = state.historyCursors[state.historyCursors.length - 1];
       await Promise.all([
@@ -419,8 +424,6 @@
         load("graph", "control_get_graph"),
         load("history", "control_get_history", cursor ? { limit: HISTORY_PAGE, cursor } : { limit: HISTORY_PAGE }),
       ]);
-      const failed = Object.values(state.data).filter((v) => v instanceof ApiError && v.status !== 403 && v.status !== 404);
-      state.failing = failed.length > 0;
       if (!state.failing) state.lastOk = new Date();
       renderAll();
     } catch (err) {
@@ -449,7 +452,9 @@
     clearTimeout(state.timer);
     state.timer = null;
     if (document.hidden || !state.token) return;
-    state.timer = setTimeout(async () => { await refresh(); schedule(); }, REFRESH_MS);
+    state.timer = setTimeout(async () => {
+      try { await refresh(); } finally { schedule(); }
+    }, REFRESH_MS);
   }
 
   document.addEventListener("visibilitychange", () => {
