@@ -16,7 +16,8 @@ import httpx
 import pytest
 import yaml
 
-from relaynet.client import ApiError, RelaynetClient  # noqa: F401
+from relaynet.client import RelaynetClient
+from relaynet.http import ui
 from tests.conftest import ROOT
 from tests.e2e import browser
 from tests.e2e.conftest import start_hub, stop_hub
@@ -77,10 +78,12 @@ class Tab:
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.hub = hub
 
-    def sign_in(self, token: str) -> None:
-        self.page.goto(f"{self.hub.url}/v1/ui")
+    def sign_in(self, token: str):
+        """Open the page and sign in; returns the page's HTTP response."""
+        response = self.page.goto(f"{self.hub.url}/v1/ui")
         self.page.fill("#token", token)
         self.page.click("#signin-submit")
+        return response
 
     def tool_calls(self) -> list[str]:
         return [u for u in self.urls if "/v1/tools/" in u]
@@ -121,6 +124,7 @@ def test_ops_sees_the_demo_agents_a_task_move_pending_to_completed_and_a_claim_r
     expect(page.locator("[data-agent=coder] .inst")).to_have_count(2)
     expect(page.locator("[data-agent=tester]")).to_contain_text("No instances")
     expect(page.locator("#who")).to_contain_text("ops")
+    assert page.evaluate("document.documentElement.scrollWidth") <= DESKTOP["width"]
     expect(page.locator("#network option")).to_have_count(2)  # ops has grants on demo and lab
     expect(page.locator("#network")).to_have_value(hub.tokens["networks"]["demo"]["networkId"])
     page.click("[data-filter=all]")
@@ -299,8 +303,17 @@ def test_the_page_fits_a_phone_and_pauses_while_hidden(chromium, hub):
 def test_the_token_is_never_in_a_url_the_markup_or_the_hubs_log(chromium, hub):
     token = ops_token(hub)
     t = Tab(chromium, hub, DESKTOP)
-    t.sign_in(token)
+    response = t.sign_in(token)
+    assert response.headers["content-security-policy"] == ui.CSP  # through the local stack's HTTP
     expect(t.page.locator("[data-agent=coder]")).to_be_visible()
+    violated = t.page.evaluate("""() => new Promise((resolve) => {
+        document.addEventListener('securitypolicyviolation', (e) => resolve(e.effectiveDirective));
+        const s = document.createElement('script');
+        s.textContent = 'window.injected = true';
+        document.body.append(s);
+        setTimeout(() => resolve(null), 2000);
+    })""")
+    assert violated == "script-src-elem" and t.page.evaluate("window.injected") is None  # enforced
     t.page.reload()  # the session survives a reload (sessionStorage), still without the token in view
     expect(t.page.locator("[data-agent=coder]")).to_be_visible()
     assert t.page.evaluate("sessionStorage.getItem('relaynet.token')") == token

@@ -203,6 +203,7 @@
 
   function renderFilters() {
     const tasks = state.data.tasks;
+    $("task-filters").hidden = !tasks || tasks instanceof ApiError;
     const counts = {};
     if (tasks && !(tasks instanceof ApiError)) for (const t of tasks.tasks) counts[t.state] = (counts[t.state] || 0) + 1;
     const activeN = ACTIVE_STATES.reduce((n, s) => n + (counts[s] || 0), 0);
@@ -579,6 +580,7 @@
     select.replaceChildren(...networks.map((n) => el("option", { value: n.networkId, text: `${n.name || n.networkId} · ${n.grant}` })));
     select.value = state.network || "";
     select.disabled = networks.length < 2;
+    select.closest(".switcher").hidden = networks.length === 0;
   }
 
   function pickNetwork(networks) {
