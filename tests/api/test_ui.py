@@ -61,7 +61,9 @@ def test_a_cached_copy_is_revalidated_by_etag():
     _, headers, _ = get("app.js")
     status, again, body = get("app.js", {"If-None-Match": headers["etag"]})
     assert (status, body, again["etag"]) == (304, "", headers["etag"])
+    assert get("app.js", {"If-None-Match": f'W/"stale",{headers["etag"]}'})[0] == 304  # a list, weak or not
     assert get("app.js", {"If-None-Match": '"stale"'})[0] == 200
+    assert get(None, {"If-None-Match": headers["etag"]})[0] == 200  # another file, another tag
 
 
 @pytest.mark.parametrize("asset", ["nope.js", "..%2Fcontrol.py", "index.html", "__init__.py", "APP.JS"])

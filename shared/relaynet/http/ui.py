@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -73,6 +74,6 @@ def respond(event: dict[str, Any]) -> dict[str, Any]:
                 "body": json.dumps(body)}
     data, etag = _file(name)
     headers = {**SECURITY_HEADERS, "Content-Type": content_type, "ETag": etag}
-    if etag in (_header(event, "if-none-match") or "").replace("W/", "").split(", "):
+    if etag in re.split(r"[,\s]+", (_header(event, "if-none-match") or "").replace("W/", "")):
         return {"statusCode": 304, "headers": headers, "body": ""}
     return {"statusCode": 200, "headers": headers, "body": data.decode("utf-8")}

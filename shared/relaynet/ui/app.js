@@ -99,7 +99,10 @@
       throw new ApiError(0, "unreachable", "the hub did not answer");
     }
     const date = resp.headers.get("Date");
-    if (date) state.skewMs = Date.parse(date) + 500 - Date.now(); // Date has 1 s resolution
+    if (date) { // the hub's clock, for countdowns; Date has 1 s resolution, so only a real skew counts
+      const skew = Date.parse(date) + 500 - Date.now();
+      if (Math.abs(skew - state.skewMs) > 1500) state.skewMs = skew;
+    }
     let payload = null;
     try { payload = await resp.json(); } catch (err) { payload = null; }
     if (!resp.ok) {
