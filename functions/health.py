@@ -1,6 +1,12 @@
-"""GET /v1/health, no auth (PROTOCOL.md 2): ``{"status": "ok", "version": ...}``."""
+"""GET /v1/health, no auth (PROTOCOL.md 2): ``{"status": "ok", "version": ..., "store": ...}``.
+
+``store`` says what the table lives on: ``dynamodb`` in AWS; locally ``dynamodb-local``,
+``memory`` (moto, throwaway) or ``external`` (``--dynamodb-endpoint``), as the local stack sets
+``RELAYNET_STORE``.
+"""
 
 import json
+import os
 
 from relaynet import __version__
 
@@ -9,5 +15,5 @@ DYNAMODB_ACTIONS = ()
 
 
 def handler(event, context):
-    return {"statusCode": 200, "headers": {"Content-Type": "application/json"},
-            "body": json.dumps({"status": "ok", "version": __version__})}
+    body = {"status": "ok", "version": __version__, "store": os.environ.get("RELAYNET_STORE", "dynamodb")}
+    return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}

@@ -1,7 +1,8 @@
-"""Shared fixtures: moto's DynamoDB with the table built from template.yaml, and a demo network.
+"""Shared fixtures: tables built from template.yaml, on moto in-process or on DynamoDB Local.
 
-Domain tests run in-process on moto (``mock_aws``); races use moto's server; end-to-end tests
-start `relaynet serve` (see tests/e2e).
+Domain tests run in-process on moto (``mock_aws``) for speed; races and anything concurrent run
+on DynamoDB Local (``server_table``), the store ``relaynet serve`` ships; end-to-end tests start
+`relaynet serve` itself (see tests/e2e).
 """
 
 from __future__ import annotations
@@ -85,54 +86,43 @@ def _fresh_settings():
     settings.cache_clear()
 
 
-class _OneRequestAtATime:
-    """moto's backends are not thread-safe (a conditional write checks and writes in two steps, a
-    transaction deep-copies tables another request is changing), and its threaded server runs
-    requests at once: serve one request at a time, so each is atomic as in DynamoDB while the
-    clients' threads still interleave between requests."""
+@pytest.fixture(scope="session")
+def dynamodb_local(tmp_path_factory):
+    """AWS's DynamoDB Local, started the way ``relaynet serve`` starts it (a supervised child,
+    data on disk), shared by the session; its endpoint URL."""
+    from relaynet_local.dynamodb_local import DynamoDBLocal
 
-    def __init__(self, app):
-        import threading
+    with DynamoDBLocal(tmp_path_factory.mktemp("dynamodb-local")) as store:
+        yield store.endpoint
 
-        self.app, self.lock = app, threading.Lock()
 
-    def __call__(self, environ, start_response):
-        with self.lock:
-            return list(self.app(environ, start_response))
+_tables = iter(range(1, 1 << 30))
 
 
 @pytest.fixture
-def server_table():
-    """A table on moto in *server mode* (a real HTTP endpoint on a loopback port), for races
-    between threads: each request is a real DynamoDB API call, serialised by moto's server."""
-    import socket
-
+def server_table(dynamodb_local, monkeypatch):
+    """A fresh table (schema from template.yaml) on DynamoDB Local, for races between real
+    threads: every request is a real DynamoDB API call, atomic as DynamoDB makes it, with no
+    lock of ours. Yields the endpoint."""
     import boto3
-    from moto.server import ThreadedMotoServer
 
     from relaynet.store import table as t
     from relaynet_local.template import create_table
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    server._server.app = _OneRequestAtATime(server._server.app)
-    endpoint = f"http://127.0.0.1:{port}"
-    import urllib.request
+    name = f"relaynet-race-{next(_tables)}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_local)
+    monkeypatch.setenv("RELAYNET_TABLE", name)
+    from relaynet.config import settings
 
-    # moto's backends are process-wide: start from an empty account
-    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")).read()
-    os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint
+    settings.cache_clear()
     t.reset()
+    client = boto3.client("dynamodb")
+    create_table(client, TEMPLATE, name)
     try:
-        create_table(boto3.client("dynamodb"), TEMPLATE, "relaynet-test")
-        yield endpoint
+        yield dynamodb_local
     finally:
-        os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
         t.reset()
-        server.stop()
+        client.delete_table(TableName=name)
 
 
 @pytest.fixture(scope="module")

@@ -203,7 +203,9 @@ def test_sweep_timer_fires_and_reaches_dynamodb(stack):
 def test_local_json_records_the_stack(stack):
     state = json.loads((stack.state_dir / "local.json").read_text())
     assert state == {"url": stack.url, "dynamodbEndpoint": stack.dynamodb_endpoint,
-                     "table": "fixture-table", "pid": os.getpid()}
+                     "table": "fixture-table", "pid": os.getpid(), "store": "dynamodb-local",
+                     "storePid": state["storePid"]}
+    assert "DynamoDBLocal.jar" in Path(f"/proc/{state['storePid']}/cmdline").read_bytes().decode()
 
 
 # --- pieces ----------------------------------------------------------------------------------
@@ -237,7 +239,7 @@ def test_lambda_context_and_module_cache():
 
 
 def test_create_table_builds_the_template_schema(stack):
-    # The stack's embedded moto server (mock_aws would patch botocore for the whole process,
+    # The stack's embedded store (mock_aws would patch botocore for the whole process,
     # including the running stack's sweep thread).
     client = boto3.client("dynamodb", endpoint_url=stack.dynamodb_endpoint, region_name="us-east-1",
                           aws_access_key_id="testing", aws_secret_access_key="testing")

@@ -3,14 +3,18 @@
 What it does, in the order :meth:`LocalStack.start` does it:
 
 1. Reads the template (:mod:`relaynet_local.template`).
-2. Starts moto's DynamoDB server on ``127.0.0.1`` and a free port, unless a
-   ``dynamodb_endpoint`` is given. It starts empty (moto's in-process state is reset).
+2. Starts the store, unless a ``dynamodb_endpoint`` is given (``store`` ``external``):
+   ``dynamodb-local`` (the default): AWS's DynamoDB Local as a supervised child process on a free
+   loopback port, data in ``data_dir`` (:mod:`relaynet_local.dynamodb_local`); ``memory``: moto's
+   server, serialised, empty at start and lost at stop (:mod:`relaynet_local.memory_store`).
 3. Sets ``os.environ`` *before any handler is loaded*: ``AWS_ENDPOINT_URL_DYNAMODB``,
-   ``AWS_DEFAULT_REGION`` and (for moto) dummy credentials, ``RELAYNET_TABLE``, the template's
+   ``AWS_DEFAULT_REGION`` and (for an embedded store) dummy credentials, ``RELAYNET_TABLE``,
+   ``RELAYNET_STORE`` (which store: ``/v1/health`` reports it), the template's
    ``Globals.Function.Environment`` (parameter defaults; variables already set in the
    environment win), and ``POWERTOOLS_TRACE_DISABLED``/``POWERTOOLS_METRICS_DISABLED`` unless set.
    :meth:`LocalStack.stop` restores the previous values.
-4. Creates the table from the template if it does not exist.
+4. Creates the table from the template if it does not exist (on DynamoDB Local it survives
+   restarts), then, with ``preload``, imports every handler (one warm container each).
 5. Serves HTTP (one thread per connection), mimicking API Gateway (HTTP API, payload 2.0):
 
    ====================================================  =====================================
@@ -30,8 +34,11 @@ What it does, in the order :meth:`LocalStack.start` does it:
    ``ReauthorizeEvery`` seconds).
 6. Runs every scheduled function of the template every ``sweep_interval`` seconds (errors are
    logged, never fatal; ``sweep_interval <= 0`` disables the timer).
-7. Writes ``<state_dir>/local.json``: ``{"url", "dynamodbEndpoint", "table", "pid"}`` (removed
-   again by :meth:`LocalStack.stop`).
+7. Writes ``<state_dir>/local.json``: ``{"url", "dynamodbEndpoint", "table", "pid", "store",
+   "storePid"}`` (removed again by :meth:`LocalStack.stop`).
+
+Each response is written with one ``send`` on a socket with Nagle's algorithm off, so a client
+on loopback never waits for a delayed ACK between headers and body.
 
 Logs go to the ``local_stack`` logger (stderr under :func:`serve`): one line per request,
 ``METHOD PATH STATUS MSms``. (Its name must not contain "relaynet": the Powertools Logger of
@@ -42,6 +49,7 @@ handlers.)
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import os
@@ -50,7 +58,6 @@ import signal
 import sys
 import threading
 import time
-import urllib.request
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -58,13 +65,18 @@ from typing import Any, Iterable
 from urllib.parse import urlsplit
 
 from relaynet_local import events, lambdas
+from relaynet_local.dynamodb_local import DynamoDBLocal
+from relaynet_local.memory_store import MemoryStore
 from relaynet_local.template import Function, Route, Template, create_table, find_template, load_template
 
-__all__ = ["LocalStack", "serve", "write_tokens", "mcp_config_text", "MAX_BODY_BYTES"]
+__all__ = ["LocalStack", "serve", "write_tokens", "merge_tokens", "mcp_config_text", "MAX_BODY_BYTES",
+           "STORES"]
 
 log = logging.getLogger("local_stack")
 
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway HTTP API payload limit
+#: The embedded stores ``relaynet serve --store`` offers (PROTOCOL.md 9).
+STORES = ("dynamodb-local", "memory")
 _HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive"}
 
 
@@ -138,6 +150,8 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "relaynet-local"
     sys_version = ""
+    disable_nagle_algorithm = True  # TCP_NODELAY
+    wbufsize = 1 << 16  # buffered: headers and body leave in one write when handle_one_request flushes
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass  # one line per request is logged by _dispatch instead
@@ -283,20 +297,28 @@ class LocalStack:
         host, port: where to listen (port 0: a free port; :attr:`url` tells which).
         template: the SAM template (default: see :func:`relaynet_local.template.find_template`).
         sweep_interval: seconds between runs of the scheduled functions (<= 0: never).
-        dynamodb_endpoint: a DynamoDB endpoint to use instead of the embedded moto server.
+        dynamodb_endpoint: a DynamoDB endpoint to use instead of an embedded store.
+        store: the embedded store, ``dynamodb-local`` (durable, in ``data_dir``) or ``memory``
+            (moto, throwaway); ignored with ``dynamodb_endpoint``.
+        data_dir: DynamoDB Local's data directory (default ``<state_dir>/dynamodb``, or
+            ``.relaynet/dynamodb`` without a state directory).
         table: the table name (``RELAYNET_TABLE``).
         state_dir: where ``local.json`` goes (``None``: nowhere).
         preload: import every handler at start (import errors are logged, not fatal).
 
-    The environment is process-wide, so run one stack per process at a time. The embedded
-    moto server shares moto's in-process state: a ``mock_aws`` started in the same process
-    while the stack runs intercepts the handlers' calls and resets the stack's tables.
+    :meth:`start` raises :class:`relaynet_local.dynamodb_local.StoreSetupError` when the store
+    cannot start. The environment is process-wide, so run one stack per process at a time. The
+    memory store shares moto's in-process state: a ``mock_aws`` started in the same process while
+    it runs intercepts the handlers' calls and resets its tables.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, template: str | os.PathLike[str] | None = None,
                  sweep_interval: float = 5.0, dynamodb_endpoint: str | None = None,
+                 store: str = "dynamodb-local", data_dir: str | os.PathLike[str] | None = None,
                  table: str = "relaynet-local", state_dir: str | os.PathLike[str] | None = ".relaynet",
                  preload: bool = False):
+        if store not in STORES:
+            raise ValueError(f"store must be one of {', '.join(STORES)}, not {store!r}")
         self.host, self.port = host, port
         self.template_path = find_template(template)
         self.sweep_interval = sweep_interval
@@ -304,11 +326,13 @@ class LocalStack:
         self.dynamodb_endpoint = dynamodb_endpoint
         self.table = table
         self.state_dir = Path(state_dir).resolve() if state_dir is not None else None
+        self.store_kind = "external" if dynamodb_endpoint else store
+        self.data_dir = Path(data_dir or (self.state_dir or Path(".relaynet")) / "dynamodb").resolve()
         self.preload = preload
         self.template: Template = load_template(self.template_path)
         self.router = _Router(self.template.routes)
         self.url = ""
-        self._moto: Any = None
+        self._store: Any = None  # DynamoDBLocal | MemoryStore | None (external)
         self._http: _HTTPServer | None = None
         self._serving = False
         self._threads: list[threading.Thread] = []
@@ -322,17 +346,12 @@ class LocalStack:
         """Bring everything up (see the module docstring); returns ``self``."""
         self._stopping.clear()
         try:
-            if self._given_endpoint is None:
-                from moto.server import ThreadedMotoServer
-
-                logging.getLogger("werkzeug").setLevel(logging.WARNING)
-                self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-                self._moto.start()
-                host, port = self._moto.get_host_and_port()
-                self.dynamodb_endpoint = f"http://{host}:{port}"
-                # moto keeps its state per process: start empty, like a fresh `relaynet serve`
-                urllib.request.urlopen(urllib.request.Request(
-                    f"{self.dynamodb_endpoint}/moto-api/reset", method="POST"), timeout=10).close()
+            if self.store_kind == "dynamodb-local":
+                self._store = DynamoDBLocal(self.data_dir).start()
+            elif self.store_kind == "memory":
+                self._store = MemoryStore().start()
+            if self._store is not None:
+                self.dynamodb_endpoint = self._store.endpoint
             self._set_environment()
             lambdas.clear_cache()  # a new stack is a new deployment: every container starts cold
             self._ensure_table()
@@ -349,7 +368,7 @@ class LocalStack:
         except BaseException:
             self.stop()
             raise
-        log.info("local stack up at %s (DynamoDB %s, table %s, %d routes)", self.url,
+        log.info("local stack up at %s (store %s at %s, table %s, %d routes)", self.url, self.store_kind,
                  self.dynamodb_endpoint, self.table, len(self.template.routes))
         return self
 
@@ -365,9 +384,9 @@ class LocalStack:
         for thread in self._threads:
             thread.join(timeout=10)
         self._threads.clear()
-        if self._moto is not None:
-            self._moto.stop()
-            self._moto = None
+        if self._store is not None:
+            self._store.stop()
+            self._store = None
         self._remove_state()
         self._restore_environment()
         lambdas.clear_cache()
@@ -425,9 +444,10 @@ class LocalStack:
 
     def _environment(self) -> tuple[dict[str, str], dict[str, str]]:
         """``(forced, defaults)``: variables to set, and variables to set only if unset."""
-        forced = {"AWS_ENDPOINT_URL_DYNAMODB": str(self.dynamodb_endpoint), "RELAYNET_TABLE": self.table}
+        forced = {"AWS_ENDPOINT_URL_DYNAMODB": str(self.dynamodb_endpoint), "RELAYNET_TABLE": self.table,
+                  "RELAYNET_STORE": self.store_kind}
         defaults = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}
-        if self._moto is not None:
+        if self._store is not None:  # an embedded store takes any credentials: never send real ones
             forced.update(AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="testing",
                           AWS_SECRET_ACCESS_KEY="testing")
         else:
@@ -491,7 +511,8 @@ class LocalStack:
             return
         self.state_dir.mkdir(parents=True, exist_ok=True)
         state = {"url": self.url, "dynamodbEndpoint": self.dynamodb_endpoint, "table": self.table,
-                 "pid": os.getpid()}
+                 "pid": os.getpid(), "store": self.store_kind,
+                 "storePid": getattr(self._store, "pid", None)}
         tmp = self.state_dir / f".local.json.{os.getpid()}"
         tmp.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, self.state_dir / "local.json")
@@ -520,15 +541,77 @@ def _reset_shared_caches() -> None:
 
 
 def write_tokens(tokens: dict[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Write the tokens document as JSON to ``path`` with mode 0600 (parents created)."""
+    """Write the tokens document as JSON to ``path`` with mode 0600 (parents created), atomically:
+    a temporary file in the same directory, fsync'd, then renamed over ``path``, so a crash at
+    any moment leaves either the old document or the new one, never a partial one."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        os.fchmod(fh.fileno(), 0o600)
-        json.dump(tokens, fh, indent=2)
-        fh.write("\n")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fh.fileno(), 0o600)
+            json.dump(tokens, fh, indent=2)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    with contextlib.suppress(OSError):  # the rename itself survives a power cut
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
     return target
+
+
+def merge_tokens(kept: dict[str, Any], created: dict[str, Any]) -> dict[str, Any]:
+    """The tokens document after an apply: ``kept`` (the file's) plus what the apply ``created``
+    (both in PROTOCOL.md 9's shape). Nothing kept is dropped, with one exception: a network
+    whose ``networkId`` changed (its store was wiped, so its old tokens cannot work) takes the new
+    entry whole. A representative with a new token takes it (an apply mints one only for a
+    representative that did not exist). Neither argument is changed.
+    """
+    merged = json.loads(json.dumps(kept or {}))
+    networks = merged.setdefault("networks", {})
+    for name, info in (created.get("networks") or {}).items():
+        have = networks.get(name)
+        if not have or have.get("networkId") != info.get("networkId"):
+            if have:
+                log.warning("network %s is %s in the store but %s in the tokens file: its old tokens "
+                            "no longer work and are replaced", name, info.get("networkId"), have.get("networkId"))
+            networks[name] = json.loads(json.dumps(info))
+            continue
+        instances = have.setdefault("instances", {})
+        for agent, new in (info.get("instances") or {}).items():
+            listed = instances.setdefault(agent, [])
+            known = {i.get("instanceId") for i in listed}
+            listed.extend(dict(i) for i in new if i.get("instanceId") not in known)
+    merged.setdefault("representatives", {}).update(created.get("representatives") or {})
+    return merged
+
+
+def _read_tokens(path: Path) -> dict[str, Any]:
+    """The tokens file's document; ``{}`` when there is none. An unreadable file is moved aside
+    (``<name>.unreadable``), never overwritten."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        doc = json.loads(text)
+        if isinstance(doc, dict):
+            return doc
+    except ValueError:
+        pass
+    aside = path.with_name(path.name + ".unreadable")
+    os.replace(path, aside)
+    log.error("%s is not a tokens document; moved it to %s", path, aside)
+    return {}
 
 
 def _relaynet_command() -> str:
@@ -571,15 +654,19 @@ def _configure_logging() -> None:
 def serve(host: str = "127.0.0.1", port: int = 8787, spec: str | os.PathLike[str] | None = None,
           tokens_out: str | os.PathLike[str] | None = None, sweep_interval: float = 5.0,
           dynamodb_endpoint: str | None = None, template: str | os.PathLike[str] | None = None,
-          print_mcp_config: bool = False, table: str = "relaynet-local") -> None:
-    """Run the local stack until SIGINT or SIGTERM (``relaynet serve``).
+          print_mcp_config: bool = False, table: str = "relaynet-local", store: str = "dynamodb-local",
+          data_dir: str | os.PathLike[str] | None = None) -> None:
+    """Run the local stack until SIGINT or SIGTERM (``relaynet serve``, PROTOCOL.md 9).
 
-    With ``spec`` (a path to a network spec), applies it once the stack is up and writes the
-    tokens document to ``tokens_out`` (default ``.relaynet/tokens.json``, mode 0600). With
-    ``print_mcp_config``, prints an MCP client configuration per instance (from the spec's
-    tokens, else from an existing ``tokens_out`` file). Finally prints
-    ``Relaynet hub listening on <url>`` to stdout: once it appears, the tokens file is written.
-    Raises ``OSError`` when the port is taken, and whatever applying the spec raises.
+    The store is DynamoDB Local in ``data_dir`` (default ``.relaynet/dynamodb``) unless
+    ``dynamodb_endpoint`` or ``store="memory"`` says otherwise; it stops with the hub. With
+    ``spec`` (a path to a network spec), applies it once the stack is up (idempotently: on a
+    restart it creates nothing) and merges the tokens it created into ``tokens_out`` (default
+    ``.relaynet/tokens.json``, mode 0600, :func:`merge_tokens`), so tokens already there are kept.
+    With ``print_mcp_config``, prints an MCP client configuration per instance of the tokens file.
+    Finally prints ``Relaynet hub listening on <url>`` to stdout: once it appears, the tokens
+    file is written. Raises ``OSError`` when the port is taken, StoreSetupError when the store
+    cannot start, and whatever applying the spec raises.
 
     stdout carries only those lines: while serving, ``sys.stdout`` points at stderr, so what
     handlers print (the Powertools Logger writes to stdout, as Lambda expects) goes to stderr.
@@ -587,36 +674,36 @@ def serve(host: str = "127.0.0.1", port: int = 8787, spec: str | os.PathLike[str
     out = sys.stdout
     sys.stdout = sys.stderr
     try:
-        _serve(out, host, port, spec, tokens_out, sweep_interval, dynamodb_endpoint, template,
-               print_mcp_config, table)
+        _configure_logging()
+        stack = LocalStack(host, port, template=template, sweep_interval=sweep_interval,
+                           dynamodb_endpoint=dynamodb_endpoint, store=store, data_dir=data_dir,
+                           table=table, preload=True)
+        _serve(out, stack, spec, Path(tokens_out or Path(".relaynet") / "tokens.json"), print_mcp_config)
     finally:
         sys.stdout = out
 
 
-def _serve(out: Any, host: str, port: int, spec: str | os.PathLike[str] | None,
-           tokens_out: str | os.PathLike[str] | None, sweep_interval: float,
-           dynamodb_endpoint: str | None, template: str | os.PathLike[str] | None,
-           print_mcp_config: bool, table: str) -> None:
-    _configure_logging()
+def _serve(out: Any, stack: LocalStack, spec: str | os.PathLike[str] | None, tokens_path: Path,
+           print_mcp_config: bool) -> None:
     stop = threading.Event()
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
-    stack = LocalStack(host, port, template=template, sweep_interval=sweep_interval,
-                       dynamodb_endpoint=dynamodb_endpoint, table=table, preload=True)
     try:
         stack.start()
-        tokens_path = Path(tokens_out or Path(".relaynet") / "tokens.json")
-        tokens: dict[str, Any] | None = None
+        tokens = _read_tokens(tokens_path) if (spec is not None or print_mcp_config) else {}
         if spec is not None:
-            tokens = stack.apply_spec(Path(spec).read_text(encoding="utf-8"))
-            write_tokens(tokens, tokens_path)
-            log.info("applied %s; tokens written to %s", spec, tokens_path)
-        elif print_mcp_config and tokens_path.is_file():
-            tokens = json.loads(tokens_path.read_text(encoding="utf-8"))
+            created = stack.apply_spec(Path(spec).read_text(encoding="utf-8"))
+            merged = merge_tokens(tokens, created)
+            if merged != tokens:
+                write_tokens(merged, tokens_path)
+                log.info("applied %s; tokens written to %s", spec, tokens_path)
+            else:
+                log.info("applied %s: nothing new; %s kept as it is", spec, tokens_path)
+            tokens = merged
         if print_mcp_config:
-            if tokens:
+            if tokens.get("networks"):
                 print(mcp_config_text(tokens, stack.url), file=out, flush=True)
             else:
                 log.warning("no tokens to print MCP configurations for (use a spec)")

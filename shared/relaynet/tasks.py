@@ -325,8 +325,13 @@ def _roles(principal: Principal, task: dict[str, Any], wanted: str, d_loader: Ca
            now_ms: int) -> set[str]:
     """The caller's roles towards ``task`` (relaynet.taskstate), decided before its state.
 
-    ``eligible`` (pull-accept) exists only while the task is pending: an offered task belongs to
-    the offered instance, so another instance accepting it is 403, not 409.
+    ``eligible`` (pull-accept) is the caller's standing whatever the state, except while the task
+    is offered: an offered task belongs to the offered instance, so another instance accepting it
+    is 403. So an eligible instance that asks to accept a task another instance has just pulled
+    gets 409 against the new state whether it read the task before or after the winner wrote it
+    (a race's losers never get 403). It is worked out only for ``accepted``, the one move it
+    grants (the directory read it needs is not paid on other updates). While the task is pending,
+    ``eligible`` comes with ``assignee``: "working before accepting" is a state error (409).
     """
     if principal.kind == "representative":
         return {"creator"}
@@ -335,9 +340,12 @@ def _roles(principal: Principal, task: dict[str, Any], wanted: str, d_loader: Ca
         roles |= {"assignee", "offered_instance"}
     if (task.get("creator") or {}).get("agent") == principal.agent:
         roles.add("creator")
-    if (wanted != "cancelled" and task["state"] == "pending"
-            and routing.is_eligible(task, d_loader(), principal.instance_id, now_ms)):
-        roles |= {"eligible", "assignee"}
+    if task["state"] == "pending" and wanted != "cancelled":
+        if routing.is_eligible(task, d_loader(), principal.instance_id, now_ms):
+            roles |= {"eligible", "assignee"}
+    elif (wanted == "accepted" and task["state"] != "offered" and "assignee" not in roles
+          and routing.is_eligible(task, d_loader(), principal.instance_id, now_ms)):
+        roles.add("eligible")
     return roles
 
 

@@ -42,9 +42,11 @@ class Hub:
         return self.tokens["networks"][network]["instances"][agent][n]["instanceId"]
 
 
-def start_hub(tmp: Path, *extra: str, env: dict[str, str] | None = None, spec: Path | None = None) -> Hub:
-    """Start `relaynet serve` in ``tmp`` and wait (at most 30 s) until /v1/health answers."""
-    port = free_port()
+def start_hub(tmp: Path, *extra: str, env: dict[str, str] | None = None, spec: Path | None = None,
+              port: int | None = None) -> Hub:
+    """Start `relaynet serve` in ``tmp`` (its default store: DynamoDB Local in
+    ``tmp/.relaynet/dynamodb``) and wait (at most 60 s) until /v1/health answers."""
+    port = port or free_port()
     tokens = tmp / "tokens.json"
     args = [RELAYNET, "serve", "--port", str(port), "--spec", str(spec or ROOT / "examples" / "demo-network.yaml"),
             "--tokens-out", str(tokens), "--template", str(ROOT / "template.yaml"), *extra]
@@ -52,7 +54,7 @@ def start_hub(tmp: Path, *extra: str, env: dict[str, str] | None = None, spec: P
     full_env.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
     proc = subprocess.Popen(args, cwd=tmp, env=full_env, stdout=subprocess.PIPE, stderr=open(tmp / "serve.log", "wb"))
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"relaynet serve exited: {(tmp / 'serve.log').read_text()[-3000:]}")

@@ -1,5 +1,5 @@
-"""Claims under real concurrency (PROTOCOL.md 4.9): threads, each its own instance, against moto
-in server mode (every call a real DynamoDB API request over HTTP).
+"""Claims under real concurrency (PROTOCOL.md 4.9): threads, each its own instance, against
+DynamoDB Local (every call a real DynamoDB API request over HTTP).
 
 Bounded on purpose: 20 threads, 20 rounds, a barrier so the calls start together, no timing
 assertions.
@@ -33,22 +33,9 @@ OVERLAPPING = [
 
 
 @pytest.fixture
-def dynamodb(server_table, monkeypatch):
-    """moto's server runs each request in its own thread, but its DynamoDB backend is not
-    thread-safe: a TransactWriteItems checks and applies item by item, and on a failed
-    condition it restores a deep copy of the whole table taken when it started, which can undo
-    another request that committed meanwhile. Real DynamoDB makes each request atomic and
-    transactions serialisable; this lock gives moto that, so a failure here is ours, not moto's."""
-    from moto.dynamodb.responses import DynamoHandler
-
-    lock = threading.Lock()
-    call_action = DynamoHandler.call_action
-
-    def atomic(self):
-        with lock:
-            return call_action(self)
-
-    monkeypatch.setattr(DynamoHandler, "call_action", atomic)
+def dynamodb(server_table):
+    """DynamoDB Local: each request atomic and transactions serialisable, as in DynamoDB, with
+    no lock of ours, so a double winner here is a bug in the claims code."""
     return server_table
 
 

@@ -1,42 +1,94 @@
-"""Races between threads against moto in server mode: conditional writes make one winner."""
+"""Races between real threads against DynamoDB Local: conditional writes make exactly one winner.
+
+Each race is 20 threads x 20 rounds, released together by a barrier, one instance per thread, on
+the store `relaynet serve` ships and with no lock of ours (claims: test_claim_races.py).
+"""
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
-from relaynet import claims, messaging
-from relaynet.errors import ClaimConflict
+from relaynet import channels, clock, messaging, tasks
+from relaynet.adapters import Send
+from relaynet.errors import Conflict, InvalidTransition
 from relaynet.models import worker as w
+from relaynet.store import keys as k
+from relaynet.store import table as t
 from tests.conftest import apply
 
-SPEC = "network: race\nagents:\n  - {name: coder, instances: 8}\n  - {name: boss, instances: 1}\n"
+THREADS = 20
+ROUNDS = 20
+SPEC = f"network: race\nagents:\n  - {{name: worker, instances: {THREADS}}}\n  - {{name: boss, instances: 1}}\n"
 
 
-def test_concurrent_overlapping_claims_have_exactly_one_winner(server_table):
-    net = apply(SPEC)
-    coders = [net.principals[f"coder{i}"] for i in range(8)]
+def _at_once(fn, args):
+    """``fn(arg)`` for every arg in its own thread, released together; exceptions are results."""
+    barrier = threading.Barrier(len(args))
 
-    def attempt(p):
+    def run(arg):
+        barrier.wait()
         try:
-            return claims.claim(p, w.ClaimRequest(scope="src/**"))
-        except ClaimConflict as exc:
+            return fn(arg)
+        except Exception as exc:  # noqa: BLE001 - the losers' errors are the result
             return exc
 
-    with ThreadPoolExecutor(8) as pool:
-        results = list(pool.map(attempt, coders))
-    wins = [r for r in results if isinstance(r, dict)]
-    assert len(wins) == 1
-    for r in results:
-        if not isinstance(r, dict):
-            assert r.details["conflicts"][0]["claimId"] == wins[0]["claimId"]
+    with ThreadPoolExecutor(len(args)) as pool:
+        return list(pool.map(run, args))
 
 
-def test_two_instances_fetching_at_once_never_both_get_a_message(server_table):
-    net = apply("network: race\nagents:\n  - {name: coder, instances: 2}\n  - {name: boss, instances: 1}\n")
-    sent = [messaging.ask(net.principals["boss0"], w.AskRequest(body=f"m{i}", toAgent="coder"))["messageId"]
-            for i in range(30)]
-    with ThreadPoolExecutor(2) as pool:
-        got = list(pool.map(lambda p: [m["id"] for _ in range(3) for m in messaging.inbox(p)["messages"]],
-                            [net.principals["coder0"], net.principals["coder1"]]))
-    assert sorted(got[0] + got[1]) == sorted(sent)
-    assert not set(got[0]) & set(got[1])
+def _workers(net):
+    return [net.principals[f"worker{i}"] for i in range(THREADS)]
+
+
+def _set_seen(net, principals, ms):
+    for p in principals:
+        t.update(*k.instance(net.network_id, p.instance_id), "SET lastSeenAt = :v", v=ms)
+
+
+def test_twenty_instances_pulling_one_pending_task_have_one_winner_every_round(server_table):
+    net = apply(SPEC)
+    workers = _workers(net)
+    for rnd in range(ROUNDS):
+        _set_seen(net, workers, 0)  # all offline: the task stays pending
+        task_id = tasks.delegate(net.principals["boss0"], w.DelegateRequest(objective=f"job {rnd}",
+                                                                            toAgent="worker"))["taskId"]
+        assert tasks.load_task(net.network_id, task_id)["state"] == "pending"
+        _set_seen(net, workers, clock.now_ms())  # all live: each may pull it
+        results = _at_once(lambda p: tasks.update(p, w.TaskUpdateRequest(taskId=task_id, status="accepted")),
+                           workers)
+        wins = [(p, r) for p, r in zip(workers, results) if isinstance(r, dict)]
+        assert len(wins) == 1, f"round {rnd}: {len(wins)} winners"
+        losers = [r for r in results if not isinstance(r, dict)]
+        assert all(isinstance(r, InvalidTransition) and r.status == 409 for r in losers), [repr(r) for r in losers]
+        task = tasks.load_task(net.network_id, task_id)
+        assert task["state"] == "accepted" and task["assignee"] == wins[0][0].instance_id
+        assert [h["state"] for h in task["history"]] == ["pending", "accepted"]
+
+
+def test_twenty_instances_fetching_one_mailbox_get_each_message_exactly_once_every_round(server_table):
+    net = apply(SPEC)
+    workers, boss = _workers(net), net.principals["boss0"]
+    for rnd in range(ROUNDS):
+        sent = [messaging.ask(boss, w.AskRequest(body=f"r{rnd} m{i}", toAgent="worker"))["messageId"]
+                for i in range(THREADS)]
+        results = _at_once(lambda p: [m["id"] for m in messaging.inbox(p)["messages"]], workers)
+        assert not [r for r in results if isinstance(r, Exception)], results
+        got = Counter(m for r in results for m in r)
+        assert set(got) == set(sent) and set(got.values()) == {1}, f"round {rnd}: {got}"
+
+
+def test_twenty_threads_taking_one_discussion_turn_store_exactly_one_envelope_every_round(server_table):
+    net = apply("network: race\nagents:\n  - {name: alice, instances: 1}\n  - {name: bob, instances: 1}\n")
+    alice, bob = net.principals["alice0"], net.principals["bob0"]
+    ch = channels.open_channel(alice, "discussion", ["bob"], None, None, None, None)["channel_id"]
+    for rnd in range(ROUNDS):
+        speaker = alice if rnd % 2 == 0 else bob
+        results = _at_once(lambda i: channels.send(speaker, ch, Send(sender=speaker.agent, tool="say"),
+                                                   f"round {rnd} from thread {i}", None), list(range(THREADS)))
+        wins = [r for r in results if isinstance(r, dict)]
+        assert len(wins) == 1, f"round {rnd}: {len(wins)} winners"
+        assert [r.reason for r in results if isinstance(r, Conflict)] == ["not_your_turn"] * (THREADS - 1)
+    texts = [e for e in channels.info(alice, ch)["envelopes"] if e["event_type"] == "text"]
+    assert len(texts) == ROUNDS and [e["sender"] for e in texts] == ["alice", "bob"] * (ROUNDS // 2)

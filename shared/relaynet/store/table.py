@@ -157,11 +157,15 @@ def _enforce(params: dict[str, Any], model: Any, **_: Any) -> None:
 def client():
     """The process-wide DynamoDB client (one per Lambda container).
 
-    Every request it makes is checked against the running entry point's declaration.
+    Every request it makes is checked against the running entry point's declaration. A Lambda
+    container runs one request at a time; the local stack runs every function in one process,
+    so the pool holds enough connections for a team's concurrent calls (50) instead of
+    botocore's 10, past which connections are dropped and reopened per request.
     """
     c = boto3.client(
         "dynamodb",
-        config=Config(retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=2, read_timeout=10),
+        config=Config(retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=2, read_timeout=10,
+                      max_pool_connections=50),
     )
     c.meta.events.register("before-parameter-build.dynamodb", _enforce, unique_id="relaynet-declared-actions")
     return c

@@ -1,0 +1,271 @@
+"""The local hub under a small team's load, per store: `python benchmarks/bench_local_store.py`.
+
+Starts `relaynet serve` as a subprocess (loopback only) on the demo network with 8 instances
+(planner 2, coder 4, reviewer 2), then 8 threads, one per instance, loop over what agents do:
+ask another agent, read the inbox (accepting and completing any task offered), claim a file and
+release it, and every few rounds delegate a task. A fixed number of calls per store, bounded in
+time too. Prints, per window of ``--window`` calls: p50 and p99 latency (ms, at the client),
+5xx count, and the RSS of the hub and of its store process (MB). At the end every inbox is
+drained and every acknowledged ask is checked to have been delivered exactly once.
+
+Targets for the default store (issue "A local hub that holds"): no 5xx; p99 of the last window at
+most 1.5x the second (the first is warm-up); hub + store RSS under 1 GB; p50 under 10 ms; every
+acknowledged ask delivered exactly once.
+
+    python benchmarks/bench_local_store.py                       # both stores, 8,000 calls each
+    python benchmarks/bench_local_store.py --stores dynamodb-local --calls 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+RELAYNET = str(Path(sys.executable).with_name("relaynet"))
+INSTANCES = {"planner": 2, "coder": 4, "reviewer": 2}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rss_mb(pid: int | None) -> float:
+    if not pid:
+        return 0.0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _spec(tmp: Path) -> Path:
+    doc = yaml.safe_load((ROOT / "examples" / "demo-network.yaml").read_text())
+    for agent in doc["agents"]:
+        agent["instances"] = INSTANCES[agent["name"]]
+    path = tmp / "bench-network.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+class Hub:
+    """`relaynet serve` in a temporary directory; ``tokens`` by agent, ``pid`` and ``store_pid``."""
+
+    def __init__(self, store: str, tmp: Path):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.tmp = tmp
+        args = [RELAYNET, "serve", "--port", str(self.port), "--spec", str(_spec(tmp)), "--tokens-out",
+                str(tmp / "tokens.json"), "--template", str(ROOT / "template.yaml"), "--sweep-interval", "2"]
+        if store == "memory":
+            args += ["--store", "memory"]
+        env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL_DYNAMODB"}
+        env["POWERTOOLS_LOG_LEVEL"] = "WARNING"
+        self.log = open(tmp / "serve.log", "wb")
+        started = time.monotonic()
+        self.proc = subprocess.Popen(args, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=self.log)
+        while True:
+            if self.proc.poll() is not None or time.monotonic() - started > 120:
+                raise SystemExit(f"relaynet serve did not start:\n{(tmp / 'serve.log').read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200 and (tmp / "tokens.json").exists():
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.start_seconds = time.monotonic() - started
+        doc = json.loads((tmp / "tokens.json").read_text())["networks"]["demo"]["instances"]
+        self.tokens = {agent: [i["token"] for i in insts] for agent, insts in doc.items()}
+        self.store_pid = json.loads((tmp / ".relaynet" / "local.json").read_text()).get("storePid")
+
+    def rss(self) -> tuple[float, float]:
+        return _rss_mb(self.proc.pid), _rss_mb(self.store_pid)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+class Recorder:
+    """Latencies and statuses in call order, shared by the threads."""
+
+    def __init__(self, budget: int):
+        self.lock = threading.Lock()
+        self.budget = budget
+        self.samples: list[tuple[float, int]] = []  # (ms, status)
+        self.acked: dict[str, list[str]] = {}  # recipient agent -> acknowledged ask ids
+        self.delivered: Counter[str] = Counter()
+
+    def take(self) -> bool:
+        with self.lock:
+            if self.budget <= 0:
+                return False
+            self.budget -= 1
+            return True
+
+    def call(self, http: httpx.Client, tool: str, args: dict) -> tuple[int, dict]:
+        started = time.perf_counter()
+        try:
+            response = http.post(f"/v1/tools/{tool}", json=args)
+            status, body = response.status_code, (response.json() if response.content else {})
+        except httpx.HTTPError:
+            status, body = 599, {}
+        with self.lock:
+            self.samples.append(((time.perf_counter() - started) * 1000, status))
+        return status, body
+
+
+def _agent_loop(rec: Recorder, url: str, agent: str, token: str, n: int, deadline: float) -> None:
+    rng = random.Random(f"{agent}{n}")
+    others = [a for a in INSTANCES if a != agent]
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        rounds = 0
+        while time.monotonic() < deadline:
+            rounds += 1
+            if not rec.take():
+                return
+            to = rng.choice(others)
+            status, body = rec.call(http, "network_ask", {"body": f"{agent}{n} round {rounds}", "toAgent": to})
+            if status == 200:
+                with rec.lock:
+                    rec.acked.setdefault(to, []).append(body["messageId"])
+            if not rec.take():
+                return
+            status, body = rec.call(http, "network_inbox", {})
+            for message in body.get("messages", []) if status == 200 else []:
+                with rec.lock:
+                    rec.delivered[message["id"]] += 1
+                if message["kind"] == "task_offer" and rec.take():
+                    status, _ = rec.call(http, "network_task_update", {"taskId": message["taskId"], "status": "accepted"})
+                    if status == 200 and rec.take():
+                        rec.call(http, "network_task_update", {"taskId": message["taskId"], "status": "working"})
+                        if rec.take():
+                            rec.call(http, "network_task_update", {"taskId": message["taskId"],
+                                                                   "status": "completed", "reason": "done"})
+            if not rec.take():
+                return
+            status, body = rec.call(http, "network_claim", {"scope": f"src/{rng.randrange(16)}/**", "ttlSeconds": 60})
+            if status == 200 and rec.take():
+                rec.call(http, "network_release", {"claimId": body["claimId"]})
+            if rounds % 5 == 0 and rec.take():
+                rec.call(http, "network_delegate", {"objective": f"task from {agent}{n} round {rounds}",
+                                                    "toAgent": rng.choice(others)})
+
+
+def _drain(rec: Recorder, url: str, tokens: dict[str, list[str]]) -> None:
+    for agent, toks in tokens.items():
+        for token in toks:
+            with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+                while True:
+                    body = http.post("/v1/tools/network_inbox", json={}).json()
+                    for message in body.get("messages", []):
+                        rec.delivered[message["id"]] += 1
+                    if not body.get("messages"):
+                        break
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+def run(store: str, calls: int, window: int, max_seconds: float) -> dict:
+    with tempfile.TemporaryDirectory(prefix=f"bench-{store}-") as tmp:
+        hub = Hub(store, Path(tmp))
+        print(f"\n== store {store}: hub up in {hub.start_seconds:.1f} s (pid {hub.proc.pid}, store pid "
+              f"{hub.store_pid}); {calls} calls by {sum(INSTANCES.values())} agents", flush=True)
+        rec = Recorder(calls)
+        deadline = time.monotonic() + max_seconds
+        threads = [threading.Thread(target=_agent_loop, args=(rec, hub.url, agent, token, n, deadline))
+                   for agent, toks in hub.tokens.items() for n, token in enumerate(toks)]
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        windows, peak = [], (0.0, 0.0)
+        print(f"{'calls':>7} {'p50 ms':>8} {'p99 ms':>8} {'5xx':>5} {'hub MB':>7} {'store MB':>9} {'calls/s':>8}")
+        printed, last_t = 0, started
+        while any(t.is_alive() for t in threads) or printed + window <= len(rec.samples):
+            time.sleep(0.2)
+            while printed + window <= len(rec.samples):
+                chunk = rec.samples[printed:printed + window]
+                now = time.monotonic()
+                rss = hub.rss()
+                peak = (max(peak[0], rss[0]), max(peak[1], rss[1]))
+                row = {"calls": printed + window, "p50": _pct([c[0] for c in chunk], 0.50),
+                       "p99": _pct([c[0] for c in chunk], 0.99), "5xx": sum(1 for c in chunk if c[1] >= 500),
+                       "hubMB": rss[0], "storeMB": rss[1], "rate": window / max(now - last_t, 1e-9)}
+                windows.append(row)
+                print(f"{row['calls']:>7} {row['p50']:>8.1f} {row['p99']:>8.1f} {row['5xx']:>5} {rss[0]:>7.0f} "
+                      f"{rss[1]:>9.0f} {row['rate']:>8.0f}", flush=True)
+                printed += window
+                last_t = now
+        elapsed = time.monotonic() - started
+        for t in threads:
+            t.join()
+        _drain(rec, hub.url, hub.tokens)
+        acked = [m for ids in rec.acked.values() for m in ids]
+        missing = sum(1 for m in acked if rec.delivered[m] == 0)
+        duplicated = sum(1 for m in acked if rec.delivered[m] > 1)
+        hub.stop()
+        all_ms = [s[0] for s in rec.samples]
+        result = {"store": store, "calls": len(rec.samples), "seconds": round(elapsed, 1),
+                  "timedOut": len(rec.samples) < calls, "p50": _pct(all_ms, 0.5), "p99": _pct(all_ms, 0.99),
+                  "5xx": sum(1 for s in rec.samples if s[1] >= 500), "statuses": dict(Counter(s[1] for s in rec.samples)),
+                  "peakHubMB": peak[0], "peakStoreMB": peak[1], "acked": len(acked), "missing": missing,
+                  "duplicated": duplicated, "windows": windows}
+        second = windows[1]["p99"] if len(windows) > 2 else None
+        ratio = windows[-1]["p99"] / second if second else None
+        result["p99LastOverSecond"] = ratio
+        print(f"-- {store}: {result['calls']} calls in {elapsed:.1f} s ({result['calls'] / elapsed:.0f}/s)"
+              f"{' (stopped at the time limit)' if result['timedOut'] else ''}; p50 {result['p50']:.1f} ms, "
+              f"p99 {result['p99']:.1f} ms; statuses {result['statuses']}; 5xx {result['5xx']}; peak RSS hub "
+              f"{peak[0]:.0f} MB + store {peak[1]:.0f} MB; p99 last/second window "
+              f"{'%.2f' % ratio if ratio else 'n/a'}; asks acknowledged {len(acked)}, missing {missing}, "
+              f"delivered twice {duplicated}", flush=True)
+        return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--stores", default="dynamodb-local,memory", help="comma-separated: dynamodb-local, memory")
+    p.add_argument("--calls", type=int, default=8000, help="calls per store (default 8000)")
+    p.add_argument("--window", type=int, default=1000, help="calls per printed window (default 1000)")
+    p.add_argument("--max-seconds", type=float, default=300, help="time limit per store (default 300)")
+    p.add_argument("--json", help="also write the results here")
+    args = p.parse_args(argv)
+    results = [run(store, args.calls, args.window, args.max_seconds) for store in args.stores.split(",")]
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    print("\nstore            calls  seconds  p50 ms  p99 ms  5xx  peak hub+store MB  missing  twice")
+    for r in results:
+        print(f"{r['store']:<15} {r['calls']:>6} {r['seconds']:>8} {r['p50']:>7.1f} {r['p99']:>7.1f} {r['5xx']:>4} "
+              f"{r['peakHubMB'] + r['peakStoreMB']:>18.0f} {r['missing']:>8} {r['duplicated']:>6}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""The local hub's store is durable (issue "A local hub that holds"): `relaynet serve` runs on
+DynamoDB Local, a `kill -9` of the hub or of the store loses no acknowledged write, a restart
+with the same arguments creates nothing twice and keeps every token working, and the store never
+outlives the hub."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from relaynet.client import ApiError, RelaynetClient
+from tests.e2e.conftest import free_port, start_hub, stop_hub
+
+pytestmark = pytest.mark.e2e
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by its parent) counts as gone
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_gone(pid: int, seconds: float = 15) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _local_state(hub) -> dict:
+    return json.loads((hub.cwd / ".relaynet" / "local.json").read_text())
+
+
+def _drain(clients: list[RelaynetClient]) -> list[dict]:
+    """Every message the agent's instances can still fetch, fetching until both come back empty."""
+    got: list[dict] = []
+    while True:
+        batch = [m for c in clients for m in c.inbox()["messages"]]
+        if not batch:
+            return got
+        got.extend(batch)
+
+
+def test_health_names_the_store(tmp_path):
+    hub = start_hub(tmp_path)
+    try:
+        assert httpx.get(f"{hub.url}/v1/health").json()["store"] == "dynamodb-local"
+        assert (tmp_path / ".relaynet" / "dynamodb" / "shared-local-instance.db").is_file()
+        store_pid = _local_state(hub)["storePid"]
+        assert "DynamoDBLocal.jar" in Path(f"/proc/{store_pid}/cmdline").read_bytes().decode()
+    finally:
+        stop_hub(hub)
+    assert _wait_gone(store_pid)
+
+
+def test_kill_9_of_the_hub_loses_nothing_and_a_restart_is_a_non_event(tmp_path):
+    port = free_port()
+    hub = start_hub(tmp_path, port=port)
+    tokens_before = (tmp_path / "tokens.json").read_text()
+    planner = RelaynetClient(hub.url, hub.token("planner"))
+    coders = [RelaynetClient(hub.url, hub.token("coder", n)) for n in (0, 1)]
+    sent = [planner.ask(f"ask {i}", to_agent="coder")["messageId"] for i in range(100)]
+    task = planner.delegate("Add a /health endpoint", to_agent="reviewer")
+    claim = coders[0].claim("src/api/**", ttl_seconds=3600)
+    task_before = planner.task_get(task["taskId"])["task"]
+    store_pid = _local_state(hub)["storePid"]
+
+    hub.proc.send_signal(signal.SIGKILL)
+    hub.proc.wait(10)
+    assert _wait_gone(store_pid), "DynamoDB Local outlived a kill -9 of the hub"
+
+    hub = start_hub(tmp_path, port=port)  # the same arguments, the same working directory
+    store_pid = _local_state(hub)["storePid"]
+    try:
+        assert (tmp_path / "tokens.json").read_text() == tokens_before  # nothing created twice
+        for agent, n in (("planner", 0), ("coder", 0), ("coder", 1), ("reviewer", 0)):
+            assert RelaynetClient(hub.url, hub.token(agent, n)).whoami()["agent"]["name"] == agent
+        delivered = [m for m in _drain(coders) if m["kind"] == "ask"]
+        assert sorted(m["id"] for m in delivered) == sorted(sent)  # each exactly once
+        assert planner.task_get(task["taskId"])["task"] == task_before
+        with pytest.raises(ApiError) as conflict:
+            coders[1].claim("src/**")
+        assert conflict.value.status == 409
+        assert [c["claimId"] for c in conflict.value.details["conflicts"]] == [claim["claimId"]]
+        discover = planner.discover()
+        assert sorted(a["name"] for a in discover["agents"]) == ["coder", "planner", "reviewer"]
+        assert len(next(a for a in discover["agents"] if a["name"] == "coder")["instances"]) == 2
+    finally:
+        stop_hub(hub)
+    assert _wait_gone(store_pid)
+
+
+def test_kill_9_of_the_store_is_survived_by_the_supervisor(tmp_path):
+    hub = start_hub(tmp_path)
+    try:
+        planner = RelaynetClient(hub.url, hub.token("planner"))
+        coder = RelaynetClient(hub.url, hub.token("coder"))
+        first = planner.ask("before the crash", to_agent="coder")["messageId"]
+        store_pid = _local_state(hub)["storePid"]
+        os.kill(store_pid, signal.SIGKILL)
+        assert _wait_gone(store_pid)
+        deadline, second = time.monotonic() + 60, None
+        while second is None and time.monotonic() < deadline:  # a caller retries a 5xx
+            try:
+                second = planner.ask("after the crash", to_agent="coder")["messageId"]
+            except ApiError as exc:
+                assert exc.status in (0, 500, 502, 503), exc
+                time.sleep(0.5)
+        assert second is not None, (tmp_path / "serve.log").read_text()[-3000:]
+        got = [m["id"] for m in _drain([coder, RelaynetClient(hub.url, hub.token("coder", 1))])]
+        assert sorted(got) == sorted([first, second])
+        assert "restarting it on" in (tmp_path / "serve.log").read_text()
+    finally:
+        stop_hub(hub)
+
+
+def test_a_second_hub_on_the_same_data_directory_is_refused(tmp_path):
+    hub = start_hub(tmp_path)
+    try:
+        with pytest.raises(RuntimeError, match="in use by another running hub"):
+            start_hub(tmp_path)
+    finally:
+        stop_hub(hub)
+
+
+def test_sigterm_stops_the_store_with_the_hub(tmp_path):
+    hub = start_hub(tmp_path)
+    store_pid = _local_state(hub)["storePid"]
+    hub.proc.send_signal(signal.SIGTERM)
+    assert hub.proc.wait(30) == 0
+    assert _wait_gone(store_pid)
+    assert not (tmp_path / ".relaynet" / "local.json").exists()
+
+
+def test_the_memory_store_is_explicit_and_says_it_is_throwaway(tmp_path):
+    hub = start_hub(tmp_path, "--store", "memory")
+    try:
+        assert httpx.get(f"{hub.url}/v1/health").json()["store"] == "memory"
+        RelaynetClient(hub.url, hub.token("planner")).ask("hello", to_agent="coder")
+    finally:
+        stop_hub(hub)
+    log = (tmp_path / "serve.log").read_text()
+    assert "lost when it stops" in log
+    assert not (tmp_path / ".relaynet" / "dynamodb").exists()
