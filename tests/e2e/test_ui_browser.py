@@ -10,6 +10,7 @@ assertions.
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import httpx
@@ -65,7 +66,9 @@ def chromium():
 
 
 class Tab:
-    """One browser context and page, with every request URL and page error recorded."""
+    """One browser context and page, recording every request URL, every answer of 400 or more
+    (``failed``: (status, url)) and every page error (``errors``: script errors, CSP violations
+    and other console errors; a failed load is in ``failed`` instead)."""
 
     def __init__(self, chromium, hub, viewport):
         self.context = chromium.new_context(viewport=viewport)
@@ -73,10 +76,22 @@ class Tab:
         self.page = self.context.new_page()
         self.urls: list[str] = []
         self.errors: list[str] = []
+        self.failed: list[tuple[int, str]] = []
         self.page.on("request", lambda r: self.urls.append(r.url))
+        self.page.on("response", lambda r: self.failed.append((r.status, r.url)) if r.status >= 400 else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("console", lambda m: self.errors.append(m.text)
+                     if m.type == "error" and not m.text.startswith("Failed to load resource") else None)
         self.hub = hub
+
+    def check(self) -> None:
+        """No page error, and no request the hub refused (a 4xx from an operate-grant page is
+        the page's bug). A 5xx is the hub's: reported as a warning, since the page is built to
+        ride it out (the hub-stops test shows how)."""
+        assert not self.errors, self.errors
+        assert not [f for f in self.failed if f[0] < 500], self.failed
+        if self.failed:
+            warnings.warn(f"the hub answered 5xx to the page: {self.failed}")
 
     def sign_in(self, token: str):
         """Open the page and sign in; returns the page's HTTP response."""
@@ -94,7 +109,7 @@ def tab(chromium, hub):
     t = Tab(chromium, hub, DESKTOP)
     yield t
     t.context.close()
-    assert not t.errors, t.errors  # no script error, no CSP violation, no failed load
+    t.check()  # no script error, no CSP violation, no refused request
 
 
 def ops_token(hub) -> str:
@@ -265,7 +280,9 @@ def test_a_token_without_the_grant_sees_the_refusal_not_a_blank_page(chromium, h
     expect(stranger.page.locator("#console")).to_be_hidden()
     assert stranger.page.evaluate("sessionStorage.length") == 0
     stranger.context.close()
-    assert not [e for e in worker.errors + viewer.errors if "403" not in e], worker.errors + viewer.errors
+    assert not worker.errors and not viewer.errors, worker.errors + viewer.errors
+    assert worker.failed and {status for status, _ in worker.failed} == {403}, worker.failed
+    viewer.check()
 
 
 def test_the_page_fits_a_phone_and_pauses_while_hidden(chromium, hub):
@@ -297,7 +314,7 @@ def test_the_page_fits_a_phone_and_pauses_while_hidden(chromium, hub):
     page.wait_for_timeout(500)
     assert len(phone.tool_calls()) > before
     phone.context.close()
-    assert not phone.errors, phone.errors
+    phone.check()
 
 
 def test_the_token_is_never_in_a_url_the_markup_or_the_hubs_log(chromium, hub):
@@ -314,6 +331,8 @@ def test_the_token_is_never_in_a_url_the_markup_or_the_hubs_log(chromium, hub):
         setTimeout(() => resolve(null), 2000);
     })""")
     assert violated == "script-src-elem" and t.page.evaluate("window.injected") is None  # enforced
+    assert len(t.errors) == 1 and "Content Security Policy" in t.errors[0], t.errors  # that refusal only
+    t.errors.clear()
     t.page.reload()  # the session survives a reload (sessionStorage), still without the token in view
     expect(t.page.locator("[data-agent=coder]")).to_be_visible()
     assert t.page.evaluate("sessionStorage.getItem('relaynet.token')") == token
@@ -324,6 +343,7 @@ def test_the_token_is_never_in_a_url_the_markup_or_the_hubs_log(chromium, hub):
     expect(t.page.locator("#signin")).to_be_visible()
     assert t.page.evaluate("sessionStorage.length") == 0
     t.context.close()
+    t.check()
     log = (Path(hub.cwd) / "serve.log").read_text()
     assert "POST /v1/tools/control_network_status 200" in log  # the log is where requests are logged
     secrets = [token, *(i["token"] for n in hub.tokens["networks"].values() for insts in n["instances"].values()
@@ -380,4 +400,4 @@ def test_a_hub_that_stops_answering_keeps_the_last_view_and_says_so(chromium, tm
     expect(t.page.locator("[data-agent=coder]")).to_be_visible()  # the last good view stays
     assert t.page.locator(".refused").count() == 0
     t.context.close()
-    assert all("Failed to load resource" in e or "ERR_CONNECTION_REFUSED" in e for e in t.errors), t.errors
+    assert not t.errors, t.errors  # the refused connections are failed loads, not page errors
