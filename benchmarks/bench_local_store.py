@@ -8,12 +8,17 @@ time too. Prints, per window of ``--window`` calls: p50 and p99 latency (ms, at 
 5xx count, and the RSS of the hub and of its store process (MB). At the end every inbox is
 drained and every acknowledged ask is checked to have been delivered exactly once.
 
+``--think-ms`` makes each agent pause a random 0..2x that between rounds, as agents do while
+their model thinks; without it the loop is closed (8 calls always in flight), which measures
+how much the hub serves on this machine more than how fast one call is.
+
 Targets for the default store (issue "A local hub that holds"): no 5xx; p99 of the last window at
 most 1.5x the second (the first is warm-up); hub + store RSS under 1 GB; p50 under 10 ms; every
 acknowledged ask delivered exactly once.
 
     python benchmarks/bench_local_store.py                       # both stores, 8,000 calls each
     python benchmarks/bench_local_store.py --stores dynamodb-local --calls 20000
+    python benchmarks/bench_local_store.py --stores dynamodb-local --think-ms 200
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ import os
 import random
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -119,6 +123,7 @@ class Recorder:
         self.samples: list[tuple[float, int]] = []  # (ms, status)
         self.acked: dict[str, list[str]] = {}  # recipient agent -> acknowledged ask ids
         self.delivered: Counter[str] = Counter()
+        self.unexpected: list[tuple[str, int, str]] = []  # the first few answers neither 200 nor 409
 
     def take(self) -> bool:
         with self.lock:
@@ -136,16 +141,21 @@ class Recorder:
             status, body = 599, {}
         with self.lock:
             self.samples.append(((time.perf_counter() - started) * 1000, status))
+            if status not in (200, 409) and len(self.unexpected) < 5:  # 409: claim conflicts, lost races
+                self.unexpected.append((tool, status, json.dumps(body)[:300]))
         return status, body
 
 
-def _agent_loop(rec: Recorder, url: str, agent: str, token: str, n: int, deadline: float) -> None:
+def _agent_loop(rec: Recorder, url: str, agent: str, token: str, n: int, deadline: float,
+                think: float) -> None:
     rng = random.Random(f"{agent}{n}")
     others = [a for a in INSTANCES if a != agent]
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
         rounds = 0
         while time.monotonic() < deadline:
             rounds += 1
+            if think:
+                time.sleep(rng.uniform(0, 2 * think))  # an agent thinks between rounds
             if not rec.take():
                 return
             to = rng.choice(others)
@@ -193,14 +203,16 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-def run(store: str, calls: int, window: int, max_seconds: float) -> dict:
+def run(store: str, calls: int, window: int, max_seconds: float, think: float = 0.0) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"bench-{store}-") as tmp:
         hub = Hub(store, Path(tmp))
         print(f"\n== store {store}: hub up in {hub.start_seconds:.1f} s (pid {hub.proc.pid}, store pid "
-              f"{hub.store_pid}); {calls} calls by {sum(INSTANCES.values())} agents", flush=True)
+              f"{hub.store_pid}); {calls} calls by {sum(INSTANCES.values())} agents, "
+              f"{'no think time (closed loop)' if not think else f'thinking {think * 1000:.0f} ms a round on average'}",
+              flush=True)
         rec = Recorder(calls)
         deadline = time.monotonic() + max_seconds
-        threads = [threading.Thread(target=_agent_loop, args=(rec, hub.url, agent, token, n, deadline))
+        threads = [threading.Thread(target=_agent_loop, args=(rec, hub.url, agent, token, n, deadline, think))
                    for agent, toks in hub.tokens.items() for n, token in enumerate(toks)]
         started = time.monotonic()
         for t in threads:
@@ -210,6 +222,8 @@ def run(store: str, calls: int, window: int, max_seconds: float) -> dict:
         printed, last_t = 0, started
         while any(t.is_alive() for t in threads) or printed + window <= len(rec.samples):
             time.sleep(0.2)
+            rss = hub.rss()
+            peak = (max(peak[0], rss[0]), max(peak[1], rss[1]))
             while printed + window <= len(rec.samples):
                 chunk = rec.samples[printed:printed + window]
                 now = time.monotonic()
@@ -232,7 +246,7 @@ def run(store: str, calls: int, window: int, max_seconds: float) -> dict:
         duplicated = sum(1 for m in acked if rec.delivered[m] > 1)
         hub.stop()
         all_ms = [s[0] for s in rec.samples]
-        result = {"store": store, "calls": len(rec.samples), "seconds": round(elapsed, 1),
+        result = {"store": store, "thinkMs": think * 1000, "calls": len(rec.samples), "seconds": round(elapsed, 1),
                   "timedOut": len(rec.samples) < calls, "p50": _pct(all_ms, 0.5), "p99": _pct(all_ms, 0.99),
                   "5xx": sum(1 for s in rec.samples if s[1] >= 500), "statuses": dict(Counter(s[1] for s in rec.samples)),
                   "peakHubMB": peak[0], "peakStoreMB": peak[1], "acked": len(acked), "missing": missing,
@@ -246,6 +260,8 @@ def run(store: str, calls: int, window: int, max_seconds: float) -> dict:
               f"{peak[0]:.0f} MB + store {peak[1]:.0f} MB; p99 last/second window "
               f"{'%.2f' % ratio if ratio else 'n/a'}; asks acknowledged {len(acked)}, missing {missing}, "
               f"delivered twice {duplicated}", flush=True)
+        for tool, status, text in rec.unexpected:
+            print(f"   unexpected: {tool} -> {status} {text}")
         return result
 
 
@@ -255,14 +271,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=8000, help="calls per store (default 8000)")
     p.add_argument("--window", type=int, default=1000, help="calls per printed window (default 1000)")
     p.add_argument("--max-seconds", type=float, default=300, help="time limit per store (default 300)")
+    p.add_argument("--think-ms", type=float, default=0, help="mean pause per agent round (default 0: closed loop)")
     p.add_argument("--json", help="also write the results here")
     args = p.parse_args(argv)
-    results = [run(store, args.calls, args.window, args.max_seconds) for store in args.stores.split(",")]
+    results = [run(store, args.calls, args.window, args.max_seconds, args.think_ms / 1000)
+               for store in args.stores.split(",")]
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
-    print("\nstore            calls  seconds  p50 ms  p99 ms  5xx  peak hub+store MB  missing  twice")
+    print("\nstore          think ms  calls  seconds  p50 ms  p99 ms  5xx  peak hub+store MB  missing  twice")
     for r in results:
-        print(f"{r['store']:<15} {r['calls']:>6} {r['seconds']:>8} {r['p50']:>7.1f} {r['p99']:>7.1f} {r['5xx']:>4} "
+        print(f"{r['store']:<15} {r['thinkMs']:>7.0f} {r['calls']:>6} {r['seconds']:>8} {r['p50']:>7.1f} {r['p99']:>7.1f} {r['5xx']:>4} "
               f"{r['peakHubMB'] + r['peakStoreMB']:>18.0f} {r['missing']:>8} {r['duplicated']:>6}")
     return 0
 

@@ -327,3 +327,29 @@ def test_serve_applies_spec_prints_config_and_stops_on_sigterm(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_table_kept_from_an_older_template_gains_the_indexes_it_lacks(stack):
+    """A restart on a data directory made by an older template keeps the items and adds the new
+    global secondary indexes (DynamoDB Local keeps tables across restarts)."""
+    from relaynet_local.template import table_request
+
+    client = boto3.client("dynamodb", endpoint_url=stack.dynamodb_endpoint, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    full = table_request(load_template(ROOT_TEMPLATE).table, "relaynet-old-schema")
+    old = {**full, "GlobalSecondaryIndexes": full["GlobalSecondaryIndexes"][:1]}
+    used = {k["AttributeName"] for k in old["KeySchema"] + old["GlobalSecondaryIndexes"][0]["KeySchema"]}
+    old["AttributeDefinitions"] = [a for a in full["AttributeDefinitions"] if a["AttributeName"] in used]
+    client.create_table(**old)
+    gsi2 = full["GlobalSecondaryIndexes"][1]
+    item = {"PK": {"S": "NET#x"}, "SK": {"S": "META"}, "kept": {"S": "yes"}}
+    item.update({k["AttributeName"]: {"S": "v"} for k in gsi2["KeySchema"]})
+    client.put_item(TableName="relaynet-old-schema", Item=item)
+    create_table(client, ROOT_TEMPLATE, "relaynet-old-schema", exist_ok=True)
+    table = client.describe_table(TableName="relaynet-old-schema")["Table"]
+    assert {i["IndexName"] for i in table["GlobalSecondaryIndexes"]} == {i["IndexName"] for i in full["GlobalSecondaryIndexes"]}
+    assert client.get_item(TableName="relaynet-old-schema", Key={"PK": item["PK"], "SK": item["SK"]})["Item"] == item
+    hits = client.query(TableName="relaynet-old-schema", IndexName=gsi2["IndexName"],
+                        KeyConditionExpression="#k = :v", ExpressionAttributeNames={"#k": gsi2["KeySchema"][0]["AttributeName"]},
+                        ExpressionAttributeValues={":v": {"S": "v"}})["Items"]
+    assert hits == [item]  # the new index was built from the items already there

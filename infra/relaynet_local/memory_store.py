@@ -16,7 +16,8 @@ import threading
 import urllib.request
 from typing import Any, Callable, Iterable
 
-from relaynet_local.dynamodb_local import StoreSetupError, free_port
+from relaynet_local.dynamodb_local import free_port
+from relaynet_local.store_setup import StoreSetupError
 
 __all__ = ["OneRequestAtATime", "MemoryStore"]
 

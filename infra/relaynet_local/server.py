@@ -37,6 +37,10 @@ What it does, in the order :meth:`LocalStack.start` does it:
 7. Writes ``<state_dir>/local.json``: ``{"url", "dynamodbEndpoint", "table", "pid", "store",
    "storePid"}`` (removed again by :meth:`LocalStack.stop`).
 
+On DynamoDB Local, a response whose handler made a transaction leaves only once the store has
+committed it (:class:`relaynet_local.dynamodb_local.TransactionBarrier`), so a ``kill -9`` of the
+store never loses an acknowledged write.
+
 Each response is written with one ``send`` on a socket with Nagle's algorithm off, so a client
 on loopback never waits for a delayed ACK between headers and body.
 
@@ -65,7 +69,7 @@ from typing import Any, Iterable
 from urllib.parse import urlsplit
 
 from relaynet_local import events, lambdas
-from relaynet_local.dynamodb_local import DynamoDBLocal
+from relaynet_local.dynamodb_local import DynamoDBLocal, TransactionBarrier
 from relaynet_local.memory_store import MemoryStore
 from relaynet_local.template import Function, Route, Template, create_table, find_template, load_template
 
@@ -270,6 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             result = stack.invoke(stack.template.functions[route.function_id], event)
             status, headers, data = _to_http(result)
+            stack.settle_writes()
         except Exception:  # noqa: BLE001 - the handler's bug; API Gateway answers 500
             log.exception("handler %s failed on %s %s", route.function_id, self.command, path)
             return self._error(500, "internal", "internal error", request_id)
@@ -306,7 +311,7 @@ class LocalStack:
         state_dir: where ``local.json`` goes (``None``: nowhere).
         preload: import every handler at start (import errors are logged, not fatal).
 
-    :meth:`start` raises :class:`relaynet_local.dynamodb_local.StoreSetupError` when the store
+    :meth:`start` raises :class:`relaynet_local.store_setup.StoreSetupError` when the store
     cannot start. The environment is process-wide, so run one stack per process at a time. The
     memory store shares moto's in-process state: a ``mock_aws`` started in the same process while
     it runs intercepts the handlers' calls and resets its tables.
@@ -333,6 +338,7 @@ class LocalStack:
         self.router = _Router(self.template.routes)
         self.url = ""
         self._store: Any = None  # DynamoDBLocal | MemoryStore | None (external)
+        self._barrier: TransactionBarrier | None = None
         self._http: _HTTPServer | None = None
         self._serving = False
         self._threads: list[threading.Thread] = []
@@ -347,11 +353,13 @@ class LocalStack:
         self._stopping.clear()
         try:
             if self.store_kind == "dynamodb-local":
-                self._store = DynamoDBLocal(self.data_dir).start()
+                self._store = DynamoDBLocal(self.data_dir, on_restart=lambda _: self._write_state()).start()
             elif self.store_kind == "memory":
                 self._store = MemoryStore().start()
             if self._store is not None:
                 self.dynamodb_endpoint = self._store.endpoint
+            if self.store_kind == "dynamodb-local":
+                self._barrier = TransactionBarrier(self.dynamodb_endpoint, self.table).install()
             self._set_environment()
             lambdas.clear_cache()  # a new stack is a new deployment: every container starts cold
             self._ensure_table()
@@ -384,6 +392,9 @@ class LocalStack:
         for thread in self._threads:
             thread.join(timeout=10)
         self._threads.clear()
+        if self._barrier is not None:
+            self._barrier.uninstall()
+            self._barrier = None
         if self._store is not None:
             self._store.stop()
             self._store = None
@@ -412,6 +423,12 @@ class LocalStack:
                 log.warning("%s ran %.1f s, over its Timeout of %d s: AWS would have stopped it",
                             function.logical_id, took, function.timeout)
 
+    def settle_writes(self) -> None:
+        """Before an answer leaves: make this thread's transactions durable on DynamoDB Local
+        (:class:`relaynet_local.dynamodb_local.TransactionBarrier`); nothing on other stores."""
+        if self._barrier is not None:
+            self._barrier.settle()
+
     def sweep_once(self) -> int:
         """Run every scheduled function once (runs never overlap); returns how many failed."""
         failures = 0
@@ -429,7 +446,9 @@ class LocalStack:
         document (``relaynet.admin.apply_spec``)."""
         from relaynet.admin import apply_spec
 
-        return apply_spec(text)
+        tokens = apply_spec(text)
+        self.settle_writes()  # the tokens are about to be printed and written down
+        return tokens
 
     # -- internals -------------------------------------------------------------------------
 
@@ -507,7 +526,7 @@ class LocalStack:
                 log.exception("cannot load %s (%s)", fn.logical_id, fn.handler)
 
     def _write_state(self) -> None:
-        if self.state_dir is None:
+        if self.state_dir is None or not self._serving:
             return
         self.state_dir.mkdir(parents=True, exist_ok=True)
         state = {"url": self.url, "dynamodbEndpoint": self.dynamodb_endpoint, "table": self.table,

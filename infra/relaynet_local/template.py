@@ -401,18 +401,22 @@ def create_table(client: Any, template_path: str | os.PathLike[str], table_name:
 
     ``client`` is a boto3 DynamoDB client. Waits until the table is ``ACTIVE`` and returns its
     ``DescribeTable`` description. An existing table raises the client's
-    ``ResourceInUseException`` unless ``exist_ok`` (then it is left as it is). A template
-    without a table raises :class:`TemplateError`.
+    ``ResourceInUseException`` unless ``exist_ok``: then its data is left as it is and the
+    global secondary indexes the template has and the table lacks are added (a table kept on
+    disk by DynamoDB Local since an older template; DynamoDB builds a new index from the items
+    already there), each waited for until ``ACTIVE``. A template without a table raises
+    :class:`TemplateError`.
     """
     table = load_template(template_path).table
     if table is None:
         raise TemplateError(f"{template_path}: no AWS::DynamoDB::Table")
+    request = table_request(table, table_name)
     try:
-        client.create_table(**table_request(table, table_name))
+        client.create_table(**request)
     except client.exceptions.ResourceInUseException:
         if not exist_ok:
             raise
-        return client.describe_table(TableName=table_name)["Table"]
+        return _add_missing_indexes(client, request, timeout)
     deadline = time.monotonic() + timeout
     while True:
         description = client.describe_table(TableName=table_name)["Table"]
@@ -424,4 +428,27 @@ def create_table(client: Any, template_path: str | os.PathLike[str], table_name:
             TableName=table_name,
             TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
         )
+    return description
+
+
+def _add_missing_indexes(client: Any, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Add to the existing table each GSI of ``request`` (a CreateTable request) it lacks, one
+    UpdateTable at a time (DynamoDB's rule), waiting until each is ``ACTIVE``; returns the
+    table's description."""
+    name = request["TableName"]
+    description = client.describe_table(TableName=name)["Table"]
+    have = {i["IndexName"] for i in description.get("GlobalSecondaryIndexes") or []}
+    wanted = [i for i in request.get("GlobalSecondaryIndexes") or [] if i["IndexName"] not in have]
+    types = {a["AttributeName"]: a for a in request["AttributeDefinitions"]}
+    for index in wanted:
+        attributes = [types[k["AttributeName"]] for k in index["KeySchema"]]
+        client.update_table(TableName=name, AttributeDefinitions=attributes,
+                            GlobalSecondaryIndexUpdates=[{"Create": index}])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            description = client.describe_table(TableName=name)["Table"]
+            status = {i["IndexName"]: i.get("IndexStatus") for i in description.get("GlobalSecondaryIndexes") or []}
+            if status.get(index["IndexName"]) == "ACTIVE" and description.get("TableStatus") == "ACTIVE":
+                break
+            time.sleep(0.2)
     return description

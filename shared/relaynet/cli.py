@@ -56,7 +56,7 @@ def _admin(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from relaynet_local.dynamodb_local import StoreSetupError
+    from relaynet_local.store_setup import StoreSetupError
     from relaynet_local.server import serve
 
     try:
@@ -77,7 +77,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _store(args: argparse.Namespace) -> int:
     import logging
 
-    from relaynet_local.dynamodb_local import StoreSetupError, setup
+    from relaynet_local.store_setup import StoreSetupError, setup
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="relaynet: %(message)s")
     try:

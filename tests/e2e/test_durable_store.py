@@ -104,25 +104,38 @@ def test_kill_9_of_the_hub_loses_nothing_and_a_restart_is_a_non_event(tmp_path):
     assert _wait_gone(store_pid)
 
 
-def test_kill_9_of_the_store_is_survived_by_the_supervisor(tmp_path):
+def test_kill_9_of_the_store_right_after_an_answer_loses_nothing(tmp_path):
+    """The supervisor restarts a killed store on the same port; every ask the hub answered 200
+    before the kill is delivered afterwards, exactly once (DynamoDB Local answers a transaction
+    before it is on disk: the local stack waits for it before answering)."""
     hub = start_hub(tmp_path)
     try:
         planner = RelaynetClient(hub.url, hub.token("planner"))
-        coder = RelaynetClient(hub.url, hub.token("coder"))
-        first = planner.ask("before the crash", to_agent="coder")["messageId"]
-        store_pid = _local_state(hub)["storePid"]
-        os.kill(store_pid, signal.SIGKILL)
-        assert _wait_gone(store_pid)
-        deadline, second = time.monotonic() + 60, None
-        while second is None and time.monotonic() < deadline:  # a caller retries a 5xx
+        coders = [RelaynetClient(hub.url, hub.token("coder", n)) for n in (0, 1)]
+        acknowledged = []
+        for round_ in range(4):
+            store_pid = _local_state(hub)["storePid"]
+            deadline, sent = time.monotonic() + 60, None
+            while sent is None and time.monotonic() < deadline:  # a caller retries a 5xx
+                try:
+                    sent = planner.ask(f"ask {round_}", to_agent="coder")["messageId"]
+                except ApiError as exc:
+                    assert exc.status in (0, 500, 502, 503), exc
+                    time.sleep(0.2)
+            assert sent is not None, (tmp_path / "serve.log").read_text()[-3000:]
+            acknowledged.append(sent)
+            os.kill(store_pid, signal.SIGKILL)  # at once: the answer has just arrived
+            assert _wait_gone(store_pid)
+            deadline = time.monotonic() + 60
+            while _local_state(hub)["storePid"] in (None, store_pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        deadline, got = time.monotonic() + 60, None
+        while got is None and time.monotonic() < deadline:
             try:
-                second = planner.ask("after the crash", to_agent="coder")["messageId"]
-            except ApiError as exc:
-                assert exc.status in (0, 500, 502, 503), exc
-                time.sleep(0.5)
-        assert second is not None, (tmp_path / "serve.log").read_text()[-3000:]
-        got = [m["id"] for m in _drain([coder, RelaynetClient(hub.url, hub.token("coder", 1))])]
-        assert sorted(got) == sorted([first, second])
+                got = [m["id"] for m in _drain(coders)]
+            except ApiError:
+                time.sleep(0.2)
+        assert sorted(got or []) == sorted(acknowledged)
         assert "restarting it on" in (tmp_path / "serve.log").read_text()
     finally:
         stop_hub(hub)
