@@ -8,7 +8,7 @@ PORT ?= 8787
 
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup setup-test store run test fuzz lint openapi cost build bench bench-store clean
+.PHONY: setup setup-test store chromium run test fuzz lint openapi cost build bench bench-store screenshots clean
 
 # What the hub needs and nothing more: the package and its runtime dependencies.
 $(STAMP): pyproject.toml
@@ -35,7 +35,19 @@ run: setup
 	$(BIN)/relaynet serve --host $(HOST) --port $(PORT) --spec examples/demo-network.yaml \
 		--tokens-out .relaynet/tokens.json --print-mcp-config
 
-test: setup-test
+# Debian's chromium for the operator page's browser test (tests/e2e/test_ui_browser.py): nothing
+# to do when /usr/bin/chromium exists, else apt-get (as root, or through passwordless sudo). When
+# that is impossible the browser test skips and prints why; the rest of the suite runs anyway.
+chromium:
+	@if [ -x /usr/bin/chromium ]; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then echo "make: no apt-get to install chromium: the browser test will skip"; exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; \
+	else echo "make: not root and no passwordless sudo to install chromium: the browser test will skip"; exit 0; fi; \
+	echo "make: installing Debian's chromium (apt-get) for the browser test"; \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null \
+		|| echo "make: apt-get could not install chromium: the browser test will skip"
+
+test: setup-test chromium
 	$(BIN)/python -m pytest
 
 # schemathesis against docs/openapi.json on a local stack (loopback only), FUZZ_EXAMPLES examples
@@ -67,6 +79,10 @@ bench: $(TEST_STAMP)
 # The local hub under a team's load, on DynamoDB Local and on the memory store (a few minutes).
 bench-store: setup-test
 	$(BIN)/python benchmarks/bench_local_store.py
+
+# docs/ui-desktop.png, docs/ui-phone.png, docs/ui-phone-tasks.png (the README's pictures of the operator page).
+screenshots: setup-test chromium
+	$(BIN)/python infra/scripts/ui_screenshots.py docs
 
 clean:
 	rm -rf $(VENV) .relaynet .pytest_cache .hypothesis

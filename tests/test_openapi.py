@@ -18,7 +18,8 @@ from tests.conftest import ROOT
 COMMITTED = ROOT / "docs" / "openapi.json"
 FUNCTIONS = ROOT / "functions"
 #: Handler files that are not tools, and the routes they serve (None: no route).
-NOT_TOOLS = {"authorizer": None, "sweep": None, "notifier": None, "push_retry": None, "health": "GET /v1/health", "openapi": "GET /v1/openapi.json"}
+NOT_TOOLS = {"authorizer": (), "sweep": (), "notifier": (), "push_retry": (), "health": ("GET /v1/health",),
+             "openapi": ("GET /v1/openapi.json",), "ui": ("GET /v1/ui", "GET /v1/ui/{asset}")}
 ERROR_STATUSES = {"400", "401", "403", "404", "409", "413", "429", "500"}
 
 
@@ -49,10 +50,10 @@ def test_template_routes_handler_files_and_operations_are_the_same_tools(doc):
     ops = operations(doc)
 
     endpoint_routes = {f"{e.method} {e.path}": name for name, e in catalogue.ENDPOINTS.items()}
-    assert other_routes == {r for r in NOT_TOOLS.values() if r} | set(endpoint_routes), "routes that are not tools"
-    for stem, route in NOT_TOOLS.items():
+    assert other_routes == {r for rs in NOT_TOOLS.values() for r in rs} | set(endpoint_routes), "routes that are not tools"
+    for stem, served in NOT_TOOLS.items():
         assert stem in files, f"functions/{stem}.py is missing"
-        if route:
+        for route in served:
             assert routes[route].handler == f"{stem}.handler"
     for route, name in endpoint_routes.items():
         assert routes[route].handler == f"{name}.handler", route

@@ -125,12 +125,13 @@ def test_every_tool_route_is_post_v1_tools_file_stem(template):
     assert set(WORKER_TOOLS) <= set(names), sorted(set(WORKER_TOOLS) - set(names))
 
 
-def test_health_and_openapi_are_public_and_the_rest_is_authorised(template):
+def test_health_openapi_and_the_page_are_public_and_the_rest_is_authorised(template):
     routes = {r.route_key: r for r in template.routes}
     assert routes["GET /v1/health"].auth is False
     assert routes["GET /v1/openapi.json"].auth is False
     public = {key for key, r in routes.items() if not r.auth}
-    assert public == {"GET /v1/health", "GET /v1/openapi.json"}
+    assert public == {"GET /v1/health", "GET /v1/openapi.json", "GET /v1/ui", "GET /v1/ui/{asset}"}
+    assert {routes["GET /v1/ui"].handler, routes["GET /v1/ui/{asset}"].handler} == {"ui.handler"}
     assert template.authorizer is not None and template.authorizer.handler == "authorizer.handler"
     assert 0 < template.authorizer_ttl <= 60
 
@@ -379,7 +380,8 @@ def test_sam_build_builds_every_function_and_the_layer_without_docker(tmp_path):
         assert (build / lid / f"{stem}.py").is_file(), f"{lid} was not built"
         assert built[lid]["Properties"]["CodeUri"] == lid
     layer = build / "SharedLayer" / "python"
-    for package in ("relaynet/__init__.py", "relaynet/store/table.py", "aws_lambda_powertools", "pydantic",
+    for package in ("relaynet/__init__.py", "relaynet/store/table.py", "relaynet/ui/index.html", "relaynet/ui/app.js",
+                    "relaynet/ui/app.css", "relaynet/ui/icon.svg", "aws_lambda_powertools", "pydantic",
                     "pydantic_core", "yaml", "boto3", "botocore"):
         assert (layer / package).exists(), f"the layer lacks {package}"
     assert list(layer.glob("pydantic_core/_pydantic_core*aarch64*.so")), "the layer's binary wheels are not arm64"

@@ -747,6 +747,9 @@ def _serve(out: Any, stack: LocalStack, spec: str | os.PathLike[str] | None, tok
             else:
                 log.warning("no tokens to print MCP configurations for (use a spec)")
         print(f"Relaynet hub listening on {stack.url}", file=out, flush=True)
+        if any(r.path == "/v1/ui" for r in stack.template.routes):
+            print(f"Operator page: {stack.url}/v1/ui (sign in with a representative token of {tokens_path})",
+                  file=out, flush=True)
         while not stop.wait(0.5):
             pass
         log.info("shutting down")

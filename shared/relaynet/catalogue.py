@@ -139,7 +139,8 @@ CONTROL_TOOLS: tuple[Tool, ...] = (
     Tool("control_use_network", "control", "UseNetworkRequest",
          "Make a network your active one; later calls without networkId act on it (needs observe)."),
     Tool("control_network_status", "control", "NoArgs",
-         "Counts for the network: agents, instances by availability, tasks by state, active claims, open channels."),
+         "Counts for the network (agents, instances by availability, tasks by state, active claims, open "
+         "channels), plus the live claims (holder, scope, expiresAt) and open channels (type, whose turn)."),
     Tool("control_list_agents", "control", "ListAgentsRequest",
          "Every agent definition with its instances and their availability, by name (limit default "
          "50; pass nextCursor as cursor for the next page)."),

@@ -56,6 +56,16 @@ def view(channel: dict[str, Any], now_ms: int | None = None) -> dict[str, Any]:
     }
 
 
+def open_view(channel: dict[str, Any]) -> dict[str, Any]:
+    """An open channel as the control surface lists it: ``{channel_id, type, participants
+    (names, opener first), next_speaker, intent, created_at, expires_at}``; ``next_speaker`` is
+    whose turn it is by the channel's adapter (null when anyone may speak, as in a conversation)."""
+    return {"channel_id": channel["channel_id"], "type": channel["type"], "participants": names(channel),
+            "next_speaker": _adapter(channel).next_speaker(channel["adapter_state"]),
+            "intent": channel.get("intent"), "created_at": channel["created_at"],
+            "expires_at": clock.iso(int(channel["expires_ms"]))}
+
+
 def envelope_view(item: dict[str, Any]) -> dict[str, Any]:
     """The protocol's envelope (PROTOCOL.md 5.1)."""
     return {f: item.get(f) for f in ("envelope_id", "seq", "channel_id", "sender", "event_type", "content",

@@ -128,20 +128,30 @@ def _all_tasks(net: str) -> list[dict[str, Any]]:
 
 def network_status(principal: Principal, network_id: str | None) -> dict[str, Any]:
     """control_network_status: counts of agents, instances by availability, tasks by state,
-    active claims, open channels."""
-    from relaynet import claims
+    active claims and open channels, and the live claims and open channels themselves.
+
+    ``claims`` lists every active claim (``relaynet.claims.view``: claimId, scope, holder,
+    expiresAt, ...; oldest first) and ``channels`` every open channel as ``{channel_id, type,
+    participants (names, opener first), next_speaker (null: anyone may speak), intent,
+    expires_at}``. Both come from the reads the counts already need (the claims partition and
+    the channels index), so an operator console needs no extra call to show them (issue 15;
+    docs/protocol.md 6).
+    """
+    from relaynet import channels, claims
 
     _, p = scope(principal, network_id, "observe")
     d = load(p.network_id)
     now = clock.now_ms()
     by_avail = Counter(availability(i, now) for i in d.instances.values())
     by_state = Counter(task["state"] for task in _all_tasks(p.network_id))
-    open_channels = sum(1 for ch in t.query(k.channels_index(p.network_id), index="GSI2")
-                        if ch.get("state") == "active" and int(ch.get("expires_ms", 0)) > now)
+    heads = [ch for ch in t.query(k.channels_index(p.network_id), index="GSI2")
+             if channels.effective_state(ch, now) == "active"]
+    active_claims = claims.active_for_network(p.network_id)
     return {"networkId": p.network_id, "agents": len(d.agents),
             "instances": {a: by_avail.get(a, 0) for a in ("available", "working", "offline", "stopped")},
             "tasks": {s: by_state.get(s, 0) for s in STATES},
-            "activeClaims": len(claims.active_for_network(p.network_id)), "openChannels": open_channels}
+            "activeClaims": len(active_claims), "openChannels": len(heads),
+            "claims": active_claims, "channels": [channels.open_view(ch) for ch in heads]}
 
 
 def list_agents(principal: Principal, network_id: str | None, limit: int = 50,

@@ -233,3 +233,26 @@ def test_a_representatives_cancel_notifies_the_creator_and_the_assignee(api, ops
     for token in (lead, ops.token("coder1")):
         (notice,) = api("network_inbox", {}, token)[1]["messages"]
         assert notice["kind"] == "task_update" and notice["state"] == "cancelled"
+
+
+def test_status_lists_the_live_claims_and_the_open_channels_with_whose_turn(api, ops):
+    watcher, lead, coder = ops.tokens["representatives"]["watcher"], ops.token("lead0"), ops.token("coder0")
+    before = api("control_network_status", {}, watcher)[1]
+    assert (before["claims"], before["channels"], before["activeClaims"], before["openChannels"]) == ([], [], 0, 0)
+    claim = api("network_claim", {"scope": "src/api/**", "ttlSeconds": 120}, coder)[1]
+    opened = api("channels", {"action": "open", "type": "consulting", "target": "coder", "intent": "review",
+                              "message": "is src/api ready?"}, lead)[1]
+    closed = api("channels", {"action": "open", "type": "conversation", "target": "coder"}, lead)[1]
+    api("channels", {"action": "close", "channel_id": closed["channel_id"]}, lead)
+    status = api("control_network_status", {}, watcher)[1]
+    assert status["activeClaims"] == 1 and status["openChannels"] == 1
+    (listed,) = status["claims"]
+    assert listed["claimId"] == claim["claimId"] and listed["scope"] == "src/api/**"
+    assert listed["holder"]["instanceId"] == ops.principals["coder0"].instance_id
+    assert listed["expiresAt"] == claim["expiresAt"]
+    (channel,) = status["channels"]
+    assert channel["channel_id"] == opened["channel_id"] and channel["type"] == "consulting"
+    assert channel["participants"] == ["lead", "coder"] and channel["intent"] == "review"
+    assert channel["next_speaker"] == "coder"  # the prompt was sent: the respondent's turn
+    api("network_release", {"claimId": claim["claimId"]}, coder)
+    assert api("control_network_status", {}, watcher)[1]["claims"] == []
