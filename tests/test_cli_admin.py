@@ -1,7 +1,7 @@
 """The admin CLI exactly as PROTOCOL.md 9 spells it: ``relaynet admin apply FILE --local``,
 ``relaynet admin launch NETWORK AGENT --local``, ``--table NAME`` (and ``--endpoint-url URL``)
 likewise after the verb, and the same options before the verb. Run as a subprocess against a
-real DynamoDB endpoint (moto's server), as an operator would."""
+real DynamoDB endpoint (DynamoDB Local, a fresh table per test), as an operator would."""
 
 from __future__ import annotations
 
@@ -28,17 +28,18 @@ def run(args: list[str], cwd: Path, endpoint: str | None = None) -> subprocess.C
 @pytest.fixture
 def operator_dir(tmp_path, server_table):
     """A working directory with the spec and the ``.relaynet/local.json`` a running ``relaynet
-    serve`` records there, pointing at the endpoint."""
+    serve`` records there, pointing at the endpoint and the test's table; ``(dir, endpoint, table)``."""
     (tmp_path / "net.yaml").write_text(DEMO_SPEC)
     (tmp_path / ".relaynet").mkdir()
+    table = os.environ["RELAYNET_TABLE"]  # server_table's fresh table
     (tmp_path / ".relaynet" / "local.json").write_text(json.dumps(
-        {"url": "http://127.0.0.1:1", "dynamodbEndpoint": server_table, "table": "relaynet-test", "pid": os.getpid()}))
-    return tmp_path, server_table
+        {"url": "http://127.0.0.1:1", "dynamodbEndpoint": server_table, "table": table, "pid": os.getpid()}))
+    return tmp_path, server_table, table
 
 
 @pytest.mark.parametrize("spelling", ["after", "before"])
 def test_apply_and_launch_with_local(operator_dir, spelling):
-    cwd, _ = operator_dir
+    cwd, _, _ = operator_dir
     opts = ["--local"]
     apply = ["admin", "apply", "net.yaml", *opts] if spelling == "after" else ["admin", *opts, "apply", "net.yaml"]
     out = run(apply, cwd)
@@ -55,9 +56,9 @@ def test_apply_and_launch_with_local(operator_dir, spelling):
 
 @pytest.mark.parametrize("spelling", ["after", "before"])
 def test_apply_and_launch_with_table_and_endpoint(operator_dir, spelling):
-    cwd, endpoint = operator_dir
+    cwd, endpoint, table = operator_dir
     (cwd / ".relaynet" / "local.json").unlink()  # --table needs no local stack
-    opts = ["--table", "relaynet-test", "--endpoint-url", endpoint]
+    opts = ["--table", table, "--endpoint-url", endpoint]
     apply = ["admin", "apply", "net.yaml", *opts] if spelling == "after" else ["admin", *opts, "apply", "net.yaml"]
     out = run(apply, cwd)
     assert out.returncode == 0, out.stderr
@@ -69,13 +70,13 @@ def test_apply_and_launch_with_table_and_endpoint(operator_dir, spelling):
 
 
 def test_without_a_table_or_local_it_says_what_to_give(operator_dir):
-    cwd, _ = operator_dir
+    cwd, _, _ = operator_dir
     out = run(["admin", "apply", "net.yaml"], cwd)
     assert out.returncode != 0 and "--table NAME" in out.stderr and "--local" in out.stderr and out.stdout == ""
 
 
 def test_an_unknown_network_in_launch_is_a_json_error_on_stderr(operator_dir):
-    cwd, _ = operator_dir
+    cwd, _, _ = operator_dir
     out = run(["admin", "launch", "nowhere", "coder", "--local"], cwd)
     assert out.returncode == 2 and out.stdout == ""
     assert json.loads(out.stderr)["error"]["code"] == "not_found"
