@@ -9,9 +9,11 @@ Rules followed, as the Lambda runtime does them:
   module-level clients and caches work as in AWS. A container serves one invocation at a time;
   when an invocation arrives while every container of that file is busy (a long poll, say),
   the file is imported once more as a new container (a cold start), exactly like Lambda's
-  concurrency. So module-level state such as a Powertools resolver's ``current_event`` is never
-  shared by two requests in flight. (Modules the handler imports, e.g. ``relaynet.*``, are
-  imported once per process and shared, which is stricter than AWS.)
+  concurrency. So module-level state of a handler file is never shared by two requests in
+  flight. (Modules the handler imports, e.g. ``relaynet.*`` and powertools, are imported once per
+  process and shared, which is stricter than AWS: class-level state there is shared by
+  concurrent requests. powertools keeps the event being resolved on its router class, which is
+  why ``relaynet.http.api`` keeps it on each resolver instead.)
 - Each container is imported under a private module name, so two code directories may hold
   files of the same name.
 

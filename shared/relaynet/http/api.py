@@ -74,9 +74,27 @@ def validation_fields(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
     return fields
 
 
+class _Resolver(APIGatewayHttpResolver):
+    """powertools' HTTP API resolver, keeping the event it resolves on itself.
+
+    powertools' ``resolve`` stores the event on the class (``BaseRouter.current_event``), shared
+    by every resolver of the process, and its middlewares read it back from there. A Lambda
+    process serves one request at a time, so that is harmless in AWS; but the local stack runs
+    every function's containers in one process, and concurrent requests then read each other's
+    event (seen under the local-store benchmark: a ``network_inbox`` call validated against a
+    concurrent ``network_claim``'s body). Set on the instance first, each container (one resolver,
+    one invocation at a time) reads its own event and context.
+    """
+
+    def resolve(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        self.current_event = self._to_proxy_event(event)
+        self.lambda_context = context
+        return super().resolve(event, context)
+
+
 def make_resolver() -> APIGatewayHttpResolver:
     """A powertools HTTP API resolver with validation on and the protocol's error mapping."""
-    app = APIGatewayHttpResolver(enable_validation=True)
+    app = _Resolver(enable_validation=True)
 
     @app.exception_handler(RequestValidationError)
     def _invalid(exc: RequestValidationError) -> Response:
