@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
-import json
 import logging
 import os
 import signal
@@ -305,11 +304,6 @@ class DynamoDBLocal:
                 return
             backoff = min(backoff * 2, 30.0)
 
-    def describe(self) -> dict[str, Any]:
-        """``{"endpoint", "pid", "dataDir", "java", "restarts"}`` for ``local.json`` and logs."""
-        return {"endpoint": self.endpoint, "pid": self.pid, "dataDir": str(self.data_dir),
-                "java": json.loads(json.dumps(self.java.__dict__)) if self.java else None,
-                "restarts": self.restarts}
 
 
 # --------------------------------------------------------------------------------------------

@@ -72,7 +72,3 @@ class MemoryStore:
         if self._server is not None:
             self._server.stop()
             self._server = None
-
-    def describe(self) -> dict[str, Any]:
-        """``{"endpoint"}`` for ``local.json``."""
-        return {"endpoint": self.endpoint}
