@@ -9,8 +9,7 @@ from relaynet import clock, ids
 from relaynet.errors import InvalidArgument, NotFound
 from relaynet.identity import Principal
 from relaynet.models.worker import PublishArtifactRequest
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import tasks as task_store
 
 _SCHEMES = ("https", "http", "s3", "git", "file")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
@@ -47,15 +46,10 @@ def publish(principal: Principal, req: PublishArtifactRequest) -> dict[str, Any]
     uri = check_uri(req.uri)
     net = principal.network_id
     art_id = ids.new_id("art")
-    pk, sk = k.artifact(net, art_id, req.taskId)
     doc = {"artifactId": art_id, "uri": uri, "label": req.label or uri[:200], "type": req.type, "taskId": req.taskId,
            "ref": f"relaynet://{net}/artifacts/{art_id}", "publisher": principal.actor, "createdAt": clock.now_iso()}
-    listing = {"GSI2PK": k.artifacts_index(net), "GSI2SK": art_id}
-    actions = [t.tx_put({"PK": pk, "SK": sk, **doc, **listing}, "attribute_not_exists(PK)")]
-    if req.taskId:
-        actions.append(t.tx_check(*k.task(net, req.taskId), "attribute_exists(PK)"))
     try:
-        t.transact(actions)
-    except t.TransactionCancelled:
+        task_store.publish_artifact(net, doc)
+    except task_store.TransactionCancelled:
         raise NotFound(f"no task {req.taskId!r} in this network") from None
     return {key: doc[key] for key in ("artifactId", "uri", "label", "type", "taskId", "ref")}

@@ -1,7 +1,7 @@
 """Channels and envelopes (PROTOCOL.md 5.1, 5.2, 5.3, 5.6, and the channel part of 7).
 
-A channel is a head item (``NET#<net>#CH#<ch>``/``HEAD``) holding the participants, the state,
-the sequence counter and the adapter's folded state, plus one item per envelope (``ENV#<seq>``).
+A channel is a head item holding the participants, the state, the sequence counter and the
+adapter's folded state, plus one item per envelope (relaynet.store.channels owns the items).
 A send reads the head, asks the adapter (:mod:`relaynet.adapters`, pure), and writes in one
 transaction: the head (``seq = seq + 1`` on condition ``seq = :seen`` and ``state = active``), the
 envelope, and a ``channel`` message in each recipient agent's mailbox. A lost race re-reads and
@@ -14,15 +14,14 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
-from relaynet import adapters, clock, events, ids, limits, peers
+from relaynet import adapters, clock, cursors, events, ids, limits, peers
 from relaynet.adapters import AdapterError, Send
 from relaynet.config import settings
 from relaynet.directory import load
 from relaynet.errors import Conflict, InvalidArgument, NotFound, PermissionDenied
 from relaynet.identity import Principal
-from relaynet.messaging import mailbox_item
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import channels as store
+from relaynet.store import mailboxes as mail_store
 
 ENVELOPES_IN_INFO = 20
 _MAX_RACES = 20
@@ -75,7 +74,7 @@ def envelope_view(item: dict[str, Any]) -> dict[str, Any]:
 
 def load_channel(net: str, channel_id: str) -> dict[str, Any]:
     """The channel head, or NotFound (other networks' channels are absent: 404)."""
-    head = t.get(*k.channel_head(net, channel_id))
+    head = store.get_head(net, channel_id)
     if head is None:
         raise NotFound(f"no channel {channel_id!r} in this network")
     return head
@@ -106,11 +105,10 @@ def _envelope_actions(net: str, channel: dict[str, Any], state: dict[str, Any], 
                       causation_id: str | None = None, closing: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The envelope item and its mailbox copies (one per visible recipient other than the sender)."""
     env_id = ids.new_id("env")
-    pk, sk = k.envelope(net, channel["channel_id"], seq)
     env = {"envelope_id": env_id, "seq": seq, "channel_id": channel["channel_id"], "sender": sender,
            "event_type": event_type, "content": content, "audience": audience, "causation_id": causation_id,
            "created_at": clock.iso(now_ms)}
-    actions = [t.tx_put({"PK": pk, "SK": sk, "kind": "envelope", **env}, "attribute_not_exists(PK)")]
+    actions = [store.envelope_action(net, env)]
     recipients = [n for n in (audience or names(channel)) if n != sender]
     for name in recipients:
         msg = {"id": ids.new_id("msg"), "kind": "channel", "channelId": channel["channel_id"],
@@ -119,26 +117,16 @@ def _envelope_actions(net: str, channel: dict[str, Any], state: dict[str, Any], 
                "subject": channel.get("intent") or f"{channel['type']} channel",
                "body": content if isinstance(content, str) else None, "createdAt": clock.iso(now_ms),
                "instructions": _turn_note(channel, state, name, closing)}
-        actions.append(t.tx_put(mailbox_item(net, {"agent": name}, msg)))
+        actions += mail_store.mailbox_actions(net, msg, [{"agent": name}])
     return env, actions
 
 
 def _head_update(channel: dict[str, Any], new_state: dict[str, Any], seq: int, now_ms: int,
                  close_reason: str | None, closed_state: str = "closed") -> dict[str, Any]:
-    sets = ["seq = :seq", "adapter_state = :st"]
-    vals: dict[str, Any] = {"seq": seq, "st": new_state, "seen": int(channel["seq"]), "active": "active"}
-    removes = []
+    """The head's conditional update for a send or a close (relaynet.store.channels.head_update)."""
     if close_reason:
-        sets += ["#s = :closed", "closed_at = :at", "close_reason = :why"]
-        vals.update(closed=closed_state, at=clock.iso(now_ms), why=close_reason)
-        removes = ["GSI1PK", "GSI1SK"]
-    else:
-        due = _due(channel, new_state)
-        sets += ["GSI1SK = :due"]
-        vals["due"] = k.timer_sk(due, channel["network_id"], channel["channel_id"])
-    expr = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
-    return t.tx_update(*k.channel_head(channel["network_id"], channel["channel_id"]), expr,
-                       "seq = :seen AND #s = :active", names={"#s": "state"}, **vals)
+        return store.head_update(channel, new_state, seq, closed=(closed_state, clock.iso(now_ms), close_reason))
+    return store.head_update(channel, new_state, seq, due_ms=_due(channel, new_state))
 
 
 def _due(channel: dict[str, Any], state: dict[str, Any]) -> int:
@@ -196,8 +184,8 @@ def send(principal: Principal, channel_id: str, attempt: Send, content: Any, aud
             actions.append(events.event_action(net, "channel", principal.actor, f"channel {channel_id} closed: "
                                                f"{decision.close_reason}", channelId=channel_id, state="closed"))
         try:
-            t.transact([_head_update(channel, decision.state, last, now, decision.close_reason), *actions])
-        except t.TransactionCancelled:
+            store.commit([_head_update(channel, decision.state, last, now, decision.close_reason), *actions])
+        except store.TransactionCancelled:
             continue
         return {"envelope_id": env["envelope_id"], "seq": seq,
                 "channel_state": "closed" if decision.close_reason else "active",
@@ -239,29 +227,26 @@ def open_channel(principal: Principal, channel_type: str, targets: list[str], kn
     ch_id = ids.new_id("ch")
     roles = ["initiator", *(["respondent"] if len(targets) == 1 else ["participant"] * len(targets))]
     expires = now + (ttl_s or settings().channel_ttl) * 1000
-    pk, sk = k.channel_head(net, ch_id)
-    head = {"PK": pk, "SK": sk, "kind": "channel", "channel_id": ch_id, "network_id": net, "type": channel_type,
-            "participants": [{"agent": n, "role": r, "order": i} for i, (n, r) in enumerate(zip(members, roles))],
-            "state": "active", "knobs": knobs or {}, "intent": intent, "created_at": clock.iso(now),
-            "expires_ms": expires, "seq": 1, "adapter_state": state, "opener": principal.actor,
-            "GSI1PK": k.CHANNEL_TIMERS, "GSI1SK": k.timer_sk(expires, net, ch_id),
-            "GSI2PK": k.channels_index(net), "GSI2SK": ch_id}
+    head = store.new_head(net, ch_id, {
+        "channel_id": ch_id, "network_id": net, "type": channel_type,
+        "participants": [{"agent": n, "role": r, "order": i} for i, (n, r) in enumerate(zip(members, roles))],
+        "state": "active", "knobs": knobs or {}, "intent": intent, "created_at": clock.iso(now),
+        "expires_ms": expires, "seq": 1, "adapter_state": state, "opener": principal.actor}, expires)
     _, opened = _envelope_actions(net, head, state, 1, principal.agent, "opened",
                                   {"type": channel_type, "intent": intent, "participants": members}, None, now)
-    memberships = [t.tx_put({"PK": mpk, "SK": msk, "channel_id": ch_id, "created_at": head["created_at"]})
-                   for mpk, msk in (k.membership(net, n, ch_id) for n in members)]
     opened_event = events.event_action(net, "channel", principal.actor, f"{channel_type} channel opened by "
                                        f"{principal.agent} with {', '.join(targets)}", channelId=ch_id, state="active")
     if message is not None:  # a seed refused by the abuse limits opens nothing (relaynet.limits)
         limits.check_mailboxes(net, [{"agent": n} for n in targets])
-    t.transact([t.tx_put(head, "attribute_not_exists(PK)"), *opened, *memberships, opened_event])
+    created = store.create_actions(head, members)
+    store.commit([created[0], *opened, *created[1:], opened_event])
     out: dict[str, Any] = {"channel_id": ch_id, "type": channel_type, "participants": head["participants"]}
     if message is not None:
         a = adapters.adapter(channel_type)
         try:
             seeded = send(principal, ch_id, Send(sender=principal.agent, tool=a.tool), message,
                           event_type="text" if a.tool == "say" else "packet",
-                          head=t.decode(t.encode(head)))  # as a read would return it: no second read
+                          head=store.as_read(head))  # as a read would return it: no second read
         except Conflict as exc:
             close(principal, ch_id, reason="seed_failed")
             raise Conflict("seed_failed", f"the channel was opened but its first message was refused "
@@ -285,7 +270,7 @@ def close(principal: Principal, channel_id: str, reason: str = "closed_by_agent"
         final, why = ("expired", "ttl") if expired else ("closed", reason)
         try:
             _finish(channel, None if expired else principal.agent, why, now, final)
-        except t.TransactionCancelled:
+        except store.TransactionCancelled:
             continue
         return {"channel_id": channel_id, "state": final, "close_reason": why}
     raise Conflict("in_progress", "the channel is busy; retry", headers={"Retry-After": "1"})
@@ -300,7 +285,7 @@ def _finish(channel: dict[str, Any], sender: str | None, reason: str, now_ms: in
     event = events.event_action(channel["network_id"], "channel", {"agent": sender} if sender else {"system": "router"},
                                 f"channel {channel['channel_id']} {final_state}: {reason}",
                                 channelId=channel["channel_id"], state=final_state)
-    t.transact([_head_update(channel, channel["adapter_state"], seq, now_ms, reason, final_state), *actions,
+    store.commit([_head_update(channel, channel["adapter_state"], seq, now_ms, reason, final_state), *actions,
                 *(extra or []), event])
 
 
@@ -309,16 +294,14 @@ def info(principal: Principal, channel_id: str) -> dict[str, Any]:
     with the last 20 envelopes, oldest first."""
     net = principal.network_id
     # one Query: descending, the head (``HEAD`` sorts after ``ENV#``) and then the newest envelopes
-    items = t.query(k.channel_pk(net, channel_id), forward=False, limit=ENVELOPES_IN_INFO + 1)
-    if not items or items[0]["SK"] != k.channel_head(net, channel_id)[1]:
+    channel, envs = store.head_and_newest(net, channel_id, ENVELOPES_IN_INFO)
+    if channel is None:
         raise NotFound(f"no channel {channel_id!r} in this network")
-    channel = items[0]
     _participant(channel, principal)
     now = clock.now_ms()
     active = effective_state(channel, now) == "active"
     a = _adapter(channel)
     state = channel["adapter_state"]
-    envs = [i for i in items[1:] if i["SK"].startswith("ENV#")]
     visible = [e for e in reversed(envs) if not e.get("audience") or principal.agent in e["audience"]
                or e.get("sender") == principal.agent]
     return {"channel": view(channel, now), "next_speaker": a.next_speaker(state) if active else None,
@@ -330,8 +313,6 @@ def list_channels(principal: Principal, state: str = "active", limit: int = 20,
                   cursor: str | None = None) -> dict[str, Any]:
     """channels ``list``: ``{channels, nextCursor}``, the channels the caller's agent participates
     in, newest first (PROTOCOL.md 5.6, 2 "Lists"); a bad cursor is InvalidArgument."""
-    from relaynet import cursors
-
     net = principal.network_id
     listing = cursors.Listing("channels.list", principal, state=state)
     after = listing.position(cursor)
@@ -339,8 +320,7 @@ def list_channels(principal: Principal, state: str = "active", limit: int = 20,
 
     def heads():
         # membership items newest first, their heads read a batch at a time
-        refs = t.iterate(k.memberships_pk(net, principal.agent), forward=False, page_size=100,
-                         sk_lt=k.membership(net, principal.agent, after)[1] if after else None)
+        refs = store.walk_memberships(net, principal.agent, after)
         batch: list[dict[str, Any]] = []
         for ref in refs:
             batch.append(ref)
@@ -361,9 +341,9 @@ def _with_heads(net: str, refs: list[dict[str, Any]]):
     """(channel id, its head or None) for membership items ``refs``, in their order."""
     if not refs:
         return
-    heads = t.batch_get([k.channel_head(net, r["channel_id"]) for r in refs])
+    heads = store.heads(net, [r["channel_id"] for r in refs])
     for r in refs:
-        yield r["channel_id"], heads.get(k.channel_head(net, r["channel_id"]))
+        yield r["channel_id"], heads.get(r["channel_id"])
 
 
 def _reply_of(envs: list[dict[str, Any]]) -> str | None:
@@ -375,12 +355,10 @@ def _reply_of(envs: list[dict[str, Any]]) -> str | None:
 def head_and_reply(net: str, channel_id: str) -> tuple[dict[str, Any], str | None]:
     """:func:`load_channel` and the consult's reply in one strongly consistent Query of the
     channel's partition (its head sorts after its envelopes). NotFound as load_channel."""
-    items = t.query(k.channel_pk(net, channel_id))
-    head_sk = k.channel_head(net, channel_id)[1]
-    head = next((i for i in items if i["SK"] == head_sk), None)
+    head, envs = store.head_and_envelopes(net, channel_id)
     if head is None:
         raise NotFound(f"no channel {channel_id!r} in this network")
-    return head, _reply_of([i for i in items if i["SK"].startswith("ENV#")])
+    return head, _reply_of(envs)
 
 
 def sweep(now_ms: int | None = None, batch: int = 500) -> dict[str, int]:
@@ -388,7 +366,7 @@ def sweep(now_ms: int | None = None, batch: int = 500) -> dict[str, int]:
     whose respondent was silent past the reply window close with
     ``expectation_violated:reply_within``. Returns ``{"expired", "reply_within"}``."""
     now = clock.now_ms() if now_ms is None else now_ms
-    due = t.query(k.CHANNEL_TIMERS, index="GSI1", sk_between=("0", f"{now:013d}~"), limit=batch)
+    due = store.due(now, batch)
     stats = {"expired": 0, "reply_within": 0}
     for head in due:
         if head.get("state") != "active":
@@ -402,6 +380,6 @@ def sweep(now_ms: int | None = None, batch: int = 500) -> dict[str, int]:
                 _finish(head, None, adapters.consulting.REPLY_WITHIN_VIOLATED, now, "closed",
                         peers.observe_actions(head["network_id"], respondent, consults_expired=1))
                 stats["reply_within"] += 1
-        except t.TransactionCancelled:
+        except store.TransactionCancelled:
             continue  # another run or a send moved it; the next run looks again
     return stats

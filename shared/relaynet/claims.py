@@ -70,11 +70,11 @@ from relaynet.errors import ClaimConflict, Conflict, InvalidArgument, NotFound, 
 from relaynet.identity import Principal
 from relaynet.models.worker import ClaimRequest, ReleaseRequest
 from relaynet.resources import normalise as normalise_resource
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import claims as store
+from relaynet.store import tasks as task_store
+from relaynet.store.claims import KEEP_AFTER_END_S
 
 MAX_ATTEMPTS = 60
-KEEP_AFTER_END_S = 86_400  # ended claims stay readable a day (for release answers)
 MOVE_PER_CALL = 16  # lapsed claims moved out of the hot partition by one claim transaction
 
 #: The DynamoDB item actions (IAM names) each entry point into this module needs.
@@ -133,10 +133,9 @@ class _Snapshot:
 def _read(net: str, now_ms: int) -> _Snapshot:
     """HEAD, then the claims of the hot partition, strongly consistent (HEAD first: see above)."""
     snap = _Snapshot()
-    for item in t.query(k.claims_pk(net), forward=False):
-        if item["SK"] == k.claims_head(net)[1]:
-            snap.counter = int(item.get("counter", 0))
-        elif is_active(item, now_ms):
+    snap.counter, items = store.read_partition(net)
+    for item in items:
+        if is_active(item, now_ms):
             snap.active.append(item)
         else:
             snap.lapsed.append(item)
@@ -193,22 +192,12 @@ def _move(net: str, item: dict[str, Any], now_ms: int, *, released: bool) -> lis
     if released:
         item = {**item, "releasedAt": now_ms}
     end = int(item.get("releasedAt") or item["expiresAt"])
-    pk, sk = k.ended_claim(net, item["id"])
-    ended = {**item, "PK": pk, "SK": sk, "kind": "ended_claim", "endedAt": end,
-             "endReason": "released" if item.get("releasedAt") else "expired",
-             "ttl": end // 1000 + KEEP_AFTER_END_S}
-    return [
-        t.tx_delete(*k.claim(net, item["id"]), "expiresAt = :seen", seen=int(item["expiresAt"])),
-        t.tx_put(ended, "attribute_not_exists(PK)"),
-    ]
+    return store.end_actions(net, item, end, "released" if item.get("releasedAt") else "expired")
 
 
 def _bump(net: str, counter: int) -> dict[str, Any]:
     """HEAD ``counter = counter + 1`` on condition that it is still ``counter``."""
-    return t.tx_update(*k.claims_head(net), "SET #c = :next, #kind = :head",
-                       "#c = :seen" if counter else "attribute_not_exists(#c)",
-                       names={"#c": "counter", "#kind": "kind"}, next=counter + 1, head="head",
-                       **({"seen": counter} if counter else {}))
+    return store.bump_action(net, counter)
 
 
 def _backoff(attempt: int) -> None:
@@ -225,7 +214,7 @@ def claim(principal: Principal, req: ClaimRequest) -> dict[str, Any]:
     scope = normalise_scope(req.scopeType, req.scope)
     resource_id = normalise_resource(req.resourceId, "resourceId") if req.resourceId else None
     net = principal.network_id
-    if req.taskId and t.get(*k.task(net, req.taskId)) is None:
+    if req.taskId and task_store.get(net, req.taskId) is None:
         raise NotFound(f"no task {req.taskId!r} in this network")
     me = principal.instance_id
     for attempt in range(MAX_ATTEMPTS):
@@ -242,28 +231,22 @@ def claim(principal: Principal, req: ClaimRequest) -> dict[str, Any]:
         actions = [_bump(net, snap.counter)]
         if mine is not None:
             item = {**mine, "expiresAt": expires, "taskId": req.taskId or mine.get("taskId")}
-            actions.append(t.tx_update(
-                *k.claim(net, mine["id"]), "SET expiresAt = :exp, #ttl = :ttl" + (", taskId = :tid" if req.taskId else ""),
-                "expiresAt = :seen", names={"#ttl": "ttl"}, exp=expires, ttl=expires // 1000 + KEEP_AFTER_END_S,
-                seen=int(mine["expiresAt"]), **({"tid": req.taskId} if req.taskId else {})))
+            actions.append(store.renew_action(net, mine, expires, req.taskId))
         else:
-            claim_id = ids.new_id("clm")
-            pk, sk = k.claim(net, claim_id)
-            item = {
-                "PK": pk, "SK": sk, "kind": "claim", "id": claim_id,
-                "scopeType": req.scopeType, "scope": scope, "resourceId": resource_id, "taskId": req.taskId,
-                "holder": principal.actor, "expiresAt": expires, "fencingToken": snap.counter + 1,
-                "createdAt": clock.iso(now), "ttl": expires // 1000 + KEEP_AFTER_END_S,
-            }
-            actions.append(t.tx_put(item, "attribute_not_exists(PK)"))
+            item, put = store.new_claim(net, {
+                "id": ids.new_id("clm"), "scopeType": req.scopeType, "scope": scope, "resourceId": resource_id,
+                "taskId": req.taskId, "holder": principal.actor, "expiresAt": expires,
+                "fencingToken": snap.counter + 1, "createdAt": clock.iso(now),
+            })
+            actions.append(put)
         for old in snap.lapsed[:MOVE_PER_CALL]:
             actions += _move(net, old, now, released=False)
         if mine is None:
             actions.append(events.event_action(net, "claim", principal.actor, f"{principal.agent} claimed "
                                                f"{req.scopeType} {scope}", claimId=item["id"], state="claimed"))
         try:
-            t.transact(actions)
-        except t.TransactionCancelled:
+            store.commit(actions)
+        except store.TransactionCancelled:
             _backoff(attempt)
             continue
         return _result(item)
@@ -287,8 +270,8 @@ def release(principal: Principal, req: ReleaseRequest, *, any_holder: bool = Fal
     for attempt in range(MAX_ATTEMPTS):
         # The hot item first, then the ended one: a move between the two reads is then seen by
         # the second (two GetItems are serialisable against the move's transaction).
-        live = t.get(*k.claim(net, req.claimId))
-        item = live or t.get(*k.ended_claim(net, req.claimId))
+        live = store.get_live(net, req.claimId)
+        item = live or store.get_ended(net, req.claimId)
         if item is None:
             raise NotFound(f"no claim {req.claimId!r} in this network")
         if not any_holder and item["holder"].get("instanceId") != principal.instance_id:
@@ -306,8 +289,8 @@ def release(principal: Principal, req: ReleaseRequest, *, any_holder: bool = Fal
                                              f"{item['holder'].get('agent')} released", claimId=req.claimId,
                                              state="released")
         try:
-            t.transact([*_move(net, item, now, released=True), released_event])
-        except t.TransactionCancelled:  # renewed or released meanwhile: look again
+            store.commit([*_move(net, item, now, released=True), released_event])
+        except store.TransactionCancelled:  # renewed or released meanwhile: look again
             _backoff(attempt)
             continue
         return {"claimId": req.claimId, "released": True}
@@ -334,6 +317,22 @@ def active_for_network(net: str) -> list[dict[str, Any]]:
     return [view(c) for c in _read(net, clock.now_ms()).active]
 
 
+def _hub_release(net: str, item: dict[str, Any], now_ms: int) -> list[dict[str, Any]]:
+    """The actions of the hub releasing ``item``: its move to the ended partition and the event."""
+    return [*_move(net, item, now_ms, released=True),
+            events.event_action(net, "claim", {"system": "router"}, f"claim {item['scope']} of "
+                                f"{item['holder'].get('agent')} released by the hub", claimId=item["id"],
+                                state="released")]
+
+
+def holder_release_actions(net: str, instance_id: str, now_ms: int) -> tuple[int, list[dict[str, Any]]]:
+    """(how many, the transaction actions releasing every active claim ``instance_id`` holds):
+    one read of the claims partition, 3 actions per claim (control_stop_agent's one transaction;
+    a claim renewed meanwhile cancels it, ``expiresAt = :seen``)."""
+    mine = [c for c in _read(net, now_ms).active if c["holder"].get("instanceId") == instance_id]
+    return len(mine), [a for c in mine for a in _hub_release(net, c, now_ms)]
+
+
 def _release_where(net: str, wanted: Callable[[dict[str, Any]], bool]) -> int:
     released = 0
     for c in _read(net, clock.now_ms()).active:
@@ -344,13 +343,10 @@ def _release_where(net: str, wanted: Callable[[dict[str, Any]], bool]) -> int:
             now = clock.now_ms()
             if not is_active(item, now):
                 break
-            released_event = events.event_action(net, "claim", {"system": "router"}, f"claim {item['scope']} of "
-                                                 f"{item['holder'].get('agent')} released by the hub",
-                                                 claimId=item["id"], state="released")
             try:
-                t.transact([*_move(net, item, now, released=True), released_event])
-            except t.TransactionCancelled:  # renewed, released or moved meanwhile
-                item = t.get(*k.claim(net, c["id"]))
+                store.commit(_hub_release(net, item, now))
+            except store.TransactionCancelled:  # renewed, released or moved meanwhile
+                item = store.get_live(net, c["id"])
                 if item is None or not wanted(item):
                     break
                 _backoff(attempt)

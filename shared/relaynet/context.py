@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from relaynet import channels, events
+from relaynet import channels, cursors, events
 from relaynet.errors import NotFound, PermissionDenied
 from relaynet.identity import Principal
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import channels as channel_store
+from relaynet.store import mailboxes as mail_store
+from relaynet.store import tasks as task_store
 
 EXCERPT = 240
 
@@ -37,16 +38,14 @@ def _text(content: Any) -> str:
 def _visible_envelopes(principal: Principal, channel_id: str | None) -> list[dict[str, Any]]:
     net = principal.network_id
     if channel_id:
-        items = t.query(k.channel_pk(net, channel_id))  # the envelopes and the head in one Query
-        head = next((i for i in items if i["SK"] == k.channel_head(net, channel_id)[1]), None)
+        head, envs = channel_store.head_and_envelopes(net, channel_id)  # one Query
         if head is None:
             raise NotFound(f"no channel {channel_id!r} in this network")
         if principal.agent not in channels.names(head):
             raise PermissionDenied("your agent is not a participant of this channel")
-        pages = [[i for i in items if i["SK"].startswith("ENV#")]]
+        pages = [envs]
     else:
-        pages = (t.query(k.channel_pk(net, r["channel_id"]), sk_prefix="ENV#")
-                 for r in t.query(k.memberships_pk(net, principal.agent)))
+        pages = (channel_store.envelopes(net, r["channel_id"]) for r in channel_store.memberships(net, principal.agent))
     out = []
     for envs in pages:
         for env in envs:
@@ -74,7 +73,7 @@ def _visible_thread_messages(principal: Principal) -> list[dict[str, Any]]:
         page = events.recent(net, 100, page["after"])
     out = []
     for thread_id in thread_ids[:THREADS_SEARCHED]:
-        out += [m for m in t.query(k.thread_pk(net, thread_id), sk_prefix="MSG#") if m.get("kind") in ("ask", "reply")]
+        out += [m for m in mail_store.thread_messages(net, thread_id) if m.get("kind") in ("ask", "reply")]
     return out
 
 
@@ -82,14 +81,12 @@ def search(principal: Principal, query: str, scope: str, channel_id: str | None,
            cursor: str | None = None) -> dict[str, Any]:
     """``{results: [{id, sender, when, excerpt}], nextCursor}``, newest first (then by id, a total
     order the cursor keeps its place in: PROTOCOL.md 2 "Lists"; a bad cursor is InvalidArgument)."""
-    from relaynet import cursors
-
     listing = cursors.Listing("context.search", principal, query=query, scope=scope, channel_id=channel_id)
     after = listing.position(cursor)
     results = []
     if scope == "knowledge":
         net = principal.network_id
-        for task in t.query(k.tasks_index(net), index="GSI2", forward=False):
+        for task in task_store.all_of_network(net):
             reasons = [h.get("reason", "") for h in task.get("history", []) if h.get("state") == "completed"]
             text = " \n".join([task.get("title", ""), task.get("objective", ""), *reasons])
             if query.lower() in text.lower():
@@ -97,7 +94,7 @@ def search(principal: Principal, query: str, scope: str, channel_id: str | None,
                 results.append({"id": task["id"], "sender": creator.get("agent") or f"rep:{creator.get('representative')}",
                                 "when": task["createdAt"],
                                 "excerpt": excerpt(text, query)})
-        for art in t.query(k.artifacts_index(net), index="GSI2", forward=False):
+        for art in task_store.artifacts_of_network(net):
             text = " ".join([art.get("label", ""), art.get("uri", ""), art.get("type", "")])
             if query.lower() in text.lower():
                 results.append({"id": art["artifactId"], "sender": (art.get("publisher") or {}).get("agent"),
@@ -129,13 +126,12 @@ def quote(principal: Principal, speaker: str, recent_n: int, channel_id: str | N
     ``{quotes: [{id, when, text}]}``."""
     if thread_id:
         net = principal.network_id
-        items = t.query(k.thread_pk(net, thread_id))
-        meta = next((i for i in items if i["SK"] == k.META), None)
+        meta, messages = mail_store.thread_and_messages(net, thread_id)
         if meta is None:
             raise NotFound(f"no thread {thread_id!r} in this network")
-        if principal.agent not in meta.get("participants", set()):
+        if principal.agent not in meta.participants:
             raise PermissionDenied("your agent is not a participant of this thread")
-        said = [m for m in items if m["SK"].startswith("MSG#") and (m.get("from") or {}).get("agent") == speaker]
+        said = [m for m in messages if (m.get("from") or {}).get("agent") == speaker]
         return {"quotes": [{"id": m["id"], "when": m["createdAt"], "text": m["body"]} for m in said[-recent_n:]]}
     texts = [e for e in _visible_envelopes(principal, channel_id)
              if e.get("sender") == speaker and e.get("event_type") in ("text", "packet") and _text(e.get("content"))]

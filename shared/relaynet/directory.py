@@ -13,8 +13,7 @@ from relaynet import clock
 from relaynet.errors import NotFound
 from relaynet.identity import Principal, availability, status
 from relaynet.resources import normalise as normalise_resource
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import directory as dir_store
 
 if TYPE_CHECKING:  # annotations only: the sweep and the authorizer load no pydantic models
     from relaynet.models.worker import DiscoverRequest, RegisterCapabilitiesRequest
@@ -50,10 +49,9 @@ class Directory:
 def load(network_id: str) -> Directory:
     """Read the whole directory of ``network_id`` in one Query (strongly consistent)."""
     d = Directory(network_id)
-    for item in t.query(k.net(network_id)):
-        sk = item["SK"]
-        kind, _, rest = sk.partition("#")
-        if sk == k.META:
+    for item in dir_store.partition(network_id):
+        kind, rest = dir_store.kind_of(item)
+        if kind == "META":
             d.meta = item
         elif kind == "AGENT":
             d.agents[rest] = item
@@ -109,10 +107,7 @@ def instance_view(inst: dict[str, Any], now_ms: int, agent: dict[str, Any] | Non
 def whoami(principal: Principal) -> dict[str, Any]:
     """network_whoami (PROTOCOL.md 4.1): instance, agent and network in one BatchGetItem."""
     net = principal.network_id
-    got = t.batch_get([k.instance(net, principal.instance_id), k.agent(net, principal.agent), k.network(net)])
-    inst = got.get(k.instance(net, principal.instance_id))
-    agent = got.get(k.agent(net, principal.agent))
-    meta = got.get(k.network(net))
+    inst, agent, meta = dir_store.own_view(net, principal.instance_id, principal.agent)
     if not inst or not agent or not meta:
         raise NotFound("this instance's definition no longer exists")
     return {
@@ -206,8 +201,6 @@ def candidates(d: Directory, resource_key: str | None, action: str | None, now: 
 def register_capabilities(principal: Principal, req: RegisterCapabilitiesRequest) -> dict[str, Any]:
     """network_register_capabilities (PROTOCOL.md 4.12): replace this instance's declaration."""
     caps = [c.model_dump(exclude_none=True) for c in req.capabilities]
-    ok = t.update(*k.instance(principal.network_id, principal.instance_id), "SET capabilities = :caps",
-                  condition="attribute_exists(PK)", caps=caps)
-    if not ok:
+    if not dir_store.set_capabilities(principal.network_id, principal.instance_id, caps):
         raise NotFound("this instance no longer exists")
     return {"registered": caps, "count": len(caps)}

@@ -1,6 +1,7 @@
-"""The network's event stream (PROTOCOL.md 6 ``control_get_history``): one item per thing the hub
+"""The network's event stream (PROTOCOL.md 6 ``control_get_history``): one event per thing the hub
 did (a message sent, a task transition, a claim taken or released, a channel event), written in
-the same transaction as the change itself, read newest first. Events expire after 30 days.
+the same transaction as the change itself (relaynet.store.events), read newest first. Events
+expire after 30 days.
 """
 
 from __future__ import annotations
@@ -8,39 +9,33 @@ from __future__ import annotations
 from typing import Any
 
 from relaynet import clock, ids
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import events as store
+from relaynet.store.events import KEEP_DAYS
 
-KEEP_DAYS = 30
+__all__ = ["KEEP_DAYS", "event_action", "recent"]
 
 
 def event_action(net: str, kind: str, actor: dict[str, Any] | None, summary: str, **refs: Any) -> dict[str, Any]:
-    """A Put for :func:`relaynet.store.table.transact`: ``{id, kind, actor, summary, at, ...refs}``.
+    """A Put for the change's transaction: ``{id, kind, actor, summary, at, ...refs}``.
 
     ``kind`` is e.g. ``message``, ``task``, ``claim``, ``channel``; ``refs`` name the objects
-    (``taskId``, ``threadId``, ``claimId``, ``channelId``, ``state``...).
+    (``taskId``, ``threadId``, ``claimId``, ``channelId``, ``state``...); None refs are left out.
     """
-    evt_id = ids.new_id("evt")
     now = clock.now_ms()
-    pk, sk = k.event(net, evt_id)
-    return t.tx_put({"PK": pk, "SK": sk, "id": evt_id, "kind": kind, "actor": actor, "summary": summary[:500],
-                     "at": clock.iso(now), **{key: v for key, v in refs.items() if v is not None},
-                     "ttl": now // 1000 + KEEP_DAYS * 86400})
+    event = {"id": ids.new_id("evt"), "kind": kind, "actor": actor, "summary": summary[:500], "at": clock.iso(now),
+             **{key: v for key, v in refs.items() if v is not None}}
+    return store.put_action(net, event, now)
 
 
 def recent(net: str, limit: int, after: str | None = None) -> dict[str, Any]:
     """``{events: [...], after}``: at most ``limit`` events, newest first, older than the event id
     ``after`` when given; ``after`` in the result is the id to continue after (None at the end).
     Expired events (past their ``ttl``, not yet deleted by DynamoDB) are left out."""
-    now_s = clock.now_ms() // 1000
-    walk = t.iterate(k.events_pk(net), sk_lt=k.event(net, after)[1] if after else "EVT#~", forward=False,
-                     page_size=limit + 1)
-    page, last = [], None
-    for item in walk:
-        if not item["SK"].startswith("EVT#") or int(item.get("ttl") or now_s + 1) <= now_s:
-            continue
+    page: list[dict[str, Any]] = []
+    last = None
+    for event in store.newest_first(net, after, limit + 1, clock.now_ms() // 1000):
         if len(page) == limit:
             last = page[-1]["id"]
             break
-        page.append({key: v for key, v in item.items() if key not in ("PK", "SK", "ttl")})
+        page.append(event)
     return {"events": page, "after": last}

@@ -19,8 +19,7 @@ import contextvars
 from concurrent.futures import ThreadPoolExecutor
 from relaynet.config import settings
 from relaynet.errors import RateLimited
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import mailboxes as mail_store
 
 RETRY_FULL_MAILBOX_S = 30
 RETRY_FANOUT_S = 60
@@ -44,7 +43,7 @@ def check_mailboxes(net: str, mailboxes: list[dict[str, str]]) -> None:
     cap = settings().mailbox_cap
 
     def count(box: dict[str, str]) -> int:
-        return t.count(k.mailbox_pk(net, box), sk_prefix="MSG#", limit=cap)
+        return mail_store.count_undelivered(net, box, cap)
 
     if len(mailboxes) == 1:
         counts = [count(mailboxes[0])]
@@ -56,4 +55,5 @@ def check_mailboxes(net: str, mailboxes: list[dict[str, str]]) -> None:
         if n >= cap:
             who = box.get("agent") or box.get("instanceId")
             raise RateLimited(f"the mailbox of {who} holds {cap} undelivered messages; retry once it has read some",
-                              {"mailbox": k.public_address(box), "cap": cap}, headers={"Retry-After": str(RETRY_FULL_MAILBOX_S)})
+                              {"mailbox": {"instanceId": box["instanceId"]} if "instanceId" in box else {"agent": box["agent"]},
+                               "cap": cap}, headers={"Retry-After": str(RETRY_FULL_MAILBOX_S)})

@@ -25,8 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from relaynet.identity import Principal
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import mailboxes as mail_store
 
 #: Entries evaluated by the one Query (its ``Limit``): the projected entries are about 150
 #: bytes, so this stays far below the 1 MB page; beyond it the counts are a lower bound
@@ -44,13 +43,8 @@ def summary(principal: Principal) -> dict[str, Any]:
     more than :data:`SUMMARY_LIMIT` entries (the counts then cover the oldest of them).
     Delivers nothing and writes nothing. One Query of GSI3 (module docstring).
     """
-    net = principal.network_id
-    me = principal.instance_id
-    own = k.mailbox_pk(net, {"instanceId": me})
-    agents = k.mailbox_pk(net, {"agent": principal.agent})
-    items, more = t.query(k.mailbox_view(net, principal.agent), index="GSI3", limit=SUMMARY_LIMIT, one_page=True,
-                          filter_expr="(PK = :own OR PK = :agents) AND senderInstance <> :me",
-                          filter_values=t.values(own=own, agents=agents, me=me))
+    items, more = mail_store.summary_page(principal.network_id, principal.agent, principal.instance_id,
+                                          SUMMARY_LIMIT)
     by_kind: dict[str, int] = {}
     oldest: str | None = None
     for entry in items:

@@ -1,4 +1,6 @@
-"""Threads, messages and mailboxes (PROTOCOL.md 3 messages, 4.3 ask, 4.4 inbox, 4.5 reply).
+"""Threads, messages and mailboxes (PROTOCOL.md 3 messages, 4.3 ask, 4.4 inbox, 4.5 reply): who
+receives a message and how a thread routes a reply. relaynet.store.mailboxes writes and takes the
+items; the storage it uses is described here because it is part of the contract's guarantees.
 
 Storage. A message is stored once in its thread (``NET#<net>#THR#<thr>`` / ``MSG#<msg>``) and is
 never deleted by reading. Each recipient mailbox -- by agent name (``...#MBOX#A#<agent>``) or by
@@ -42,30 +44,27 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import random
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from relaynet import clock, events, ids, limits
+from relaynet.directory import load
 from relaynet.errors import Conflict, NotFound, PermissionDenied, RateLimited, RelaynetError
 from relaynet.identity import Principal, current_request_key
 from relaynet.resources import normalise as normalise_resource
-from relaynet.store import keys as k
+from relaynet.store import directory as dir_store
+from relaynet.store import mailboxes as store
 from relaynet.store import table as t
+from relaynet.store import tasks as task_store
+from relaynet.store.mailboxes import Thread, mailbox_item  # mailbox_item: the one writer of mailbox entries (GSI3PK)
 
 if TYPE_CHECKING:  # annotations only: the sweep loads no pydantic models
     from relaynet.models.worker import AskRequest, ReplyRequest
 
-logger = logging.getLogger("relaynet.messaging")
-
 INBOX_LIMIT = 100
-INLINE_MAX_BYTES = 1024  # a mailbox entry up to this size carries the message; a larger one points at the thread
 MAX_INBOX_BYTES = 3 * 1024 * 1024  # one fetch's messages (a transaction's items total at most 4 MB)
-SEND_RECORD_SECONDS = 3600  # as long as an Idempotency-Key is honoured (PROTOCOL.md 2)
-_CHUNK = t.MAX_TRANSACT_ITEMS - 1  # mailbox entries per further transaction, next to the record's update
 _SEND_ATTEMPTS = 6
-_CHUNK_ATTEMPTS = 4
 _INBOX_ROUNDS = 8
 
 _PUBLIC = ("id", "threadId", "kind", "from", "to", "subject", "body", "taskId", "resource", "channelId",
@@ -111,77 +110,20 @@ def new_message(kind: str, thread_id: str, sender: dict[str, Any], to: dict[str,
             "createdAt": clock.now_iso(), **extra}
 
 
-def message_item(net: str, msg: dict[str, Any]) -> dict[str, Any]:
-    """The thread copy of ``msg`` (PK thread, SK message id)."""
-    pk, sk = k.thread_message(net, msg["threadId"], msg["id"])
-    return {"PK": pk, "SK": sk, **msg}
-
-
-def _sender_instance(msg: dict[str, Any]) -> str:
-    return (msg.get("from") or {}).get("instanceId") or "-"
-
-
-def mailbox_item(net: str, address: dict[str, str], msg: dict[str, Any]) -> dict[str, Any]:
-    """A mailbox entry carrying all of ``msg``, for ``address``: ``{"agent"}``, or
-    ``{"instanceId", "agent"}`` (an instance's mailbox; ``agent`` is the instance's agent).
-
-    ``senderInstance`` lets :func:`inbox` leave an instance's own messages to its agent's other
-    instances; ``GSI3PK``/``GSI3SK`` put the entry in its agent's mailbox view
-    (:func:`relaynet.mailbox.summary`). Use :func:`mailbox_entry` when the thread copy is written
-    in the same transaction. Raises ValueError for an instance address without its agent.
-    """
-    if not address.get("agent"):
-        raise ValueError(f"a mailbox address needs the agent (of the instance): {address!r}")
-    sk = f"MSG#{msg['id']}"
-    return {"PK": k.mailbox_pk(net, address), "SK": sk, **msg, "senderInstance": _sender_instance(msg),
-            "GSI3PK": k.mailbox_view(net, address["agent"]), "GSI3SK": sk}
-
-
 def instance_address(net: str, instance_id: str) -> dict[str, str]:
     """``{"instanceId", "agent"}`` of an instance's mailbox (one GetItem); NotFound if unknown."""
-    inst = _get(*k.instance(net, instance_id))
+    inst = dir_store.instance(net, instance_id, settled=False)
     if inst is None:
         raise NotFound(f"no instance {instance_id!r} in this network")
     return {"instanceId": instance_id, "agent": inst["agent"]}
 
 
-def _approx_size(item: dict[str, Any]) -> int:
-    """An upper bound of the item's DynamoDB size (its compact JSON is at least as long)."""
-    return len(json.dumps(item, default=sorted, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
-
-
-def mailbox_entry(net: str, address: dict[str, str], msg: dict[str, Any]) -> dict[str, Any]:
-    """The mailbox entry for ``address``: the whole message when it fits in one write unit, else a
-    pointer to the thread copy (which must be written in the same transaction or before)."""
-    item = mailbox_item(net, address, msg)
-    if not msg.get("threadId") or _approx_size(item) <= INLINE_MAX_BYTES:
-        return item
-    return {"PK": item["PK"], "SK": item["SK"], "ref": "thread", "threadId": msg["threadId"], "kind": msg["kind"],
-            "createdAt": msg["createdAt"], "senderInstance": item["senderInstance"],
-            "taskId": msg.get("taskId"), "wakeReason": msg.get("wakeReason"),
-            "GSI3PK": item["GSI3PK"], "GSI3SK": item["GSI3SK"]}
-
-
-def thread_meta(net: str, thread_id: str, subject: str, participants: set[str], task_id: str | None = None,
-                resource: str | None = None) -> dict[str, Any]:
-    """A new thread's META item."""
-    pk, sk = k.thread(net, thread_id)
-    return {"PK": pk, "SK": sk, "id": thread_id, "subject": subject, "participants": participants,
-            "taskId": task_id, "resource": resource, "createdAt": clock.now_iso(), "version": 0}
-
-
 # --------------------------------------------------------------------------- sending
-
-class _AlreadySent(Exception):
-    """The send record of this Idempotency-Key exists: an earlier attempt's first transaction committed."""
-
 
 def _send_key(net: str) -> tuple[str, str] | None:
     """The send record's key for the Idempotency-Key being served, or None (no key sent)."""
     scoped = current_request_key()
-    if not scoped:
-        return None
-    return k.send_record(net, hashlib.sha256(f"{net}#{scoped}".encode("utf-8")).hexdigest())
+    return store.send_record_key(net, scoped) if scoped else None
 
 
 def _request_hash(request: Any) -> str:
@@ -189,108 +131,46 @@ def _request_hash(request: Any) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
-def _address_code(address: dict[str, str]) -> str:
-    return f"I:{address['instanceId']}:{address['agent']}" if "instanceId" in address else f"A:{address['agent']}"
-
-
-def _address(code: str) -> dict[str, str]:
-    kind, _, value = code.partition(":")
-    if kind == "I":
-        inst, _, agent = value.partition(":")
-        return {"instanceId": inst, "agent": agent}
-    return {"agent": value}
-
-
-def _chunk_token(msg_id: str, index: int) -> str:
-    """A deterministic ClientRequestToken (at most 36 chars) for chunk ``index`` of ``msg_id``."""
-    return hashlib.sha256(f"{msg_id}#{index}".encode("utf-8")).hexdigest()[:36]
+def _chunk_error(exc: store.ChunkFailed, keyed: bool) -> RelaynetError:
+    """What the caller gets when a further chunk of a fan-out could not be written."""
+    note = (f"message {exc.message['id']} is stored in thread {exc.message['threadId']} and in {exc.written} of "
+            f"{exc.total} mailboxes")
+    if keyed:
+        return RateLimited(note + "; retry with the same Idempotency-Key to deliver the rest",
+                           headers={"Retry-After": "1"})
+    return RelaynetError(note + "; without an Idempotency-Key the rest cannot be delivered")
 
 
 def deliver(net: str, msg: dict[str, Any], mailboxes: list[dict[str, str]], thread_actions: list[dict[str, Any]],
             response: dict[str, Any] | None = None, record_key: tuple[str, str] | None = None,
             request_hash: str | None = None) -> None:
-    """Write ``msg`` to its thread and to every mailbox, plus ``thread_actions``, atomically.
-
-    The first transaction holds ``thread_actions``, the thread copy, the send record (when
-    ``record_key`` is given) and as many mailbox entries as fit; the rest go in chunks (module
-    docstring). Raises TransactionCancelled when the first transaction lost a race (nothing was
-    written), :class:`_AlreadySent` when ``record_key`` already exists, and RateLimited /
-    RelaynetError when a later chunk could not be written (the message is in its thread).
-    """
-    entries = [mailbox_entry(net, a, msg) for a in mailboxes]
-    actions = [*thread_actions, t.tx_put(message_item(net, msg))]
-    room = t.MAX_TRANSACT_ITEMS - len(actions) - (1 if record_key else 0)
-    head, rest = entries[:room], entries[room:]
-    chunks = [rest[i:i + _CHUNK] for i in range(0, len(rest), _CHUNK)]
-    actions += [t.tx_put(e) for e in head]
-    if record_key:
-        now_s = clock.now_ms() // 1000
-        record = {"PK": record_key[0], "SK": record_key[1], "type": "send", "messageId": msg["id"],
-                  "threadId": msg["threadId"], "response": response, "requestHash": request_hash,
-                  "chunks": len(chunks), "createdAt": clock.now_iso(), "ttl": now_s + SEND_RECORD_SECONDS}
-        if chunks:
-            record["pending"] = [_address_code(a) for a in mailboxes[room:]]
-        actions.append(t.tx_put(record, "attribute_not_exists(PK) OR #ttl < :now", names={"#ttl": "ttl"}, now=now_s))
+    """Write ``msg`` to its thread and to every mailbox, plus ``thread_actions``, atomically
+    (relaynet.store.mailboxes.deliver). Raises TransactionCancelled when the first transaction
+    lost a race (nothing was written), AlreadySent when ``record_key`` already exists, and
+    RateLimited (with a key) / RelaynetError (without) when a later chunk could not be written
+    (the message is in its thread)."""
     try:
-        t.transact(actions)
-    except t.TransactionCancelled as exc:
-        if record_key and len(exc.reasons) == len(actions) and exc.reasons[-1] == "ConditionalCheckFailed":
-            raise _AlreadySent() from None
-        raise
-    _write_chunks(msg, chunks, record_key, done=set(), total=len(entries))
-
-
-def _write_chunks(msg: dict[str, Any], chunks: list[list[dict[str, Any]]], record_key: tuple[str, str] | None,
-                  done: set[str], total: int) -> None:
-    """Put the remaining mailbox entries, one transaction per chunk; skip chunks marked done."""
-    written = total - sum(len(c) for c in chunks)
-    for index, chunk in enumerate(chunks):
-        if str(index) in done:
-            written += len(chunk)
-            continue
-        actions = [t.tx_put(e) for e in chunk]
-        if record_key:
-            actions.append(t.tx_update(*record_key, "ADD done :ds", "attribute_exists(PK) AND NOT contains(done, :d)",
-                                       ds={str(index)}, d=str(index)))
-        for attempt in range(_CHUNK_ATTEMPTS):
-            try:
-                t.transact(actions, token=_chunk_token(msg["id"], index))
-                break
-            except t.TransactionCancelled as exc:
-                if record_key and exc.reasons and exc.reasons[-1] == "ConditionalCheckFailed":
-                    break  # another attempt with this key wrote the chunk
-                failure: Exception = exc
-            except Exception as exc:  # throttled past botocore's retries, a network error
-                failure = exc
-            if attempt == _CHUNK_ATTEMPTS - 1:
-                logger.error("message %s: chunk %d of %d not written: %s", msg["id"], index + 1, len(chunks), failure)
-                note = f"message {msg['id']} is stored in thread {msg['threadId']} and in {written} of {total} mailboxes"
-                if record_key:
-                    raise RateLimited(note + "; retry with the same Idempotency-Key to deliver the rest",
-                                      headers={"Retry-After": "1"}) from None
-                raise RelaynetError(note + "; without an Idempotency-Key the rest cannot be delivered") from None
-            time.sleep(random.uniform(0, 0.05 * (2 ** attempt)))
-        written += len(chunk)
+        store.deliver(net, msg, mailboxes, thread_actions, response, record_key, request_hash)
+    except store.ChunkFailed as exc:
+        raise _chunk_error(exc, record_key is not None) from None
 
 
 def _resume(net: str, record_key: tuple[str, str], request_hash: str) -> dict[str, Any]:
-    """Finish a send whose first transaction committed in an earlier attempt; its first response."""
-    rec = t.get(*record_key)
+    """Finish a send whose first transaction committed in an earlier attempt; its first response.
+    Conflict ``already_exists`` when the key was used with another body."""
+    rec = store.get_send_record(record_key)
     if rec is None:
         raise t.TransactionCancelled([])  # expired and deleted in between: run the send afresh
-    if rec.get("requestHash") != request_hash:
+    if rec.requestHash != request_hash:
         raise Conflict("already_exists", "this Idempotency-Key was used with a different body")
-    done = set(rec.get("done") or ())
-    if len(done) < int(rec.get("chunks", 0)):
-        item = t.get(*k.thread_message(net, rec["threadId"], rec["messageId"]))
-        msg = {key: v for key, v in item.items() if key not in ("PK", "SK")}
-        entries = [mailbox_entry(net, _address(a), msg) for a in rec.get("pending", [])]
-        chunks = [entries[i:i + _CHUNK] for i in range(0, len(entries), _CHUNK)]
-        _write_chunks(msg, chunks, record_key, done, total=len(entries))
-    return rec["response"]
+    try:
+        store.resume_chunks(net, record_key, rec)
+    except store.ChunkFailed as exc:
+        raise _chunk_error(exc, True) from None
+    return rec.response
 
 
-def _send(attempt: Callable[[], dict[str, Any]], net: str, request: Any) -> dict[str, Any]:
+def _send(attempt: Callable[..., dict[str, Any]], net: str, request: Any) -> dict[str, Any]:
     """Run ``attempt`` (which reads the thread and calls :func:`deliver`) until its first
     transaction commits; resume instead when this Idempotency-Key's send record exists."""
     record_key = _send_key(net)
@@ -298,7 +178,7 @@ def _send(attempt: Callable[[], dict[str, Any]], net: str, request: Any) -> dict
     for n in range(_SEND_ATTEMPTS):
         try:
             return attempt(record_key, request_hash)
-        except _AlreadySent:
+        except store.AlreadySent:
             try:
                 return _resume(net, record_key, request_hash)
             except t.TransactionCancelled:
@@ -312,14 +192,8 @@ def _send(attempt: Callable[[], dict[str, Any]], net: str, request: Any) -> dict
 
 # --------------------------------------------------------------------------- recipients and threads
 
-def _get(pk: str, sk: str) -> dict[str, Any] | None:
-    """An item that rarely changes: eventually consistent, confirmed strongly before saying "absent"."""
-    return t.get(pk, sk, consistent=False) or t.get(pk, sk)
-
-
 def _unknown_name(net: str, name: str) -> NotFound:
-    from relaynet.directory import load  # the whole directory, only to list what exists
-
+    """The 404 of an unknown address name, listing what exists (reads the whole directory)."""
     d = load(net)
     return NotFound(f"no agent or group named {name!r}", {"available": sorted([*d.agents, *d.groups])})
 
@@ -335,21 +209,21 @@ def _recipients(net: str, principal: Principal, to_agent: str | None,
     Reads only what is addressed: the instance, or the agent and group items of the name.
     """
     if to_instance:
-        inst = _get(*k.instance(net, to_instance))
+        inst = dir_store.instance(net, to_instance, settled=False)
         if inst is None:
             raise NotFound(f"no instance {to_instance!r} in this network")
         # an instance never receives its own message: addressed to itself, it is only stored in the thread
         boxes = [] if to_instance == principal.instance_id else [{"instanceId": to_instance, "agent": inst["agent"]}]
         return {"instanceId": to_instance}, boxes, [inst["agent"]]
     if to_agent:
-        keys = [k.agent(net, to_agent), k.group(net, to_agent)]
-        got = t.batch_get(keys, consistent=False) or t.batch_get(keys)
-        if keys[0] in got:
+        found = dir_store.agent_or_group(net, to_agent)
+        if found is None:
+            raise _unknown_name(net, to_agent)
+        kind, item = found
+        if kind == "agent":
             return {"agent": to_agent}, [{"agent": to_agent}], [to_agent]
-        if keys[1] in got:
-            members = _group_members(got[keys[1]], principal.agent)
-            return {"group": to_agent}, [{"agent": m} for m in members], members
-        raise _unknown_name(net, to_agent)
+        members = _group_members(item, principal.agent)
+        return {"group": to_agent}, [{"agent": m} for m in members], members
     return None, [], []
 
 
@@ -358,47 +232,37 @@ def addresses(mailboxes: list[dict[str, str]]) -> list[dict[str, str]]:
     the message was put in, ``{"agent": name}`` (a group's members each as an agent) or
     ``{"instanceId": id}``; empty when it is only stored in the thread (no recipient, the
     sender's own instance, or a representative, who reads threads with control_get_thread)."""
-    return [k.public_address(box) for box in mailboxes]
+    return [{"instanceId": box["instanceId"]} if "instanceId" in box else {"agent": box["agent"]}
+            for box in mailboxes]
 
 
-def _posters_update(meta: dict[str, Any], poster: str, to: dict | None) -> dict[str, Any]:
-    """Thread bookkeeping for reply routing: the last two distinct posters and the last addressee."""
-    last, prev = meta.get("lastPoster"), meta.get("prevPoster")
+def posters_after(thread: Thread | None, poster: str) -> tuple[str, str | None]:
+    """``(lastPoster, prevPoster)`` of a thread after ``poster`` posts in it: the last two
+    distinct posters, which route a reply (PROTOCOL.md 4.5)."""
+    last, prev = (thread.lastPoster, thread.prevPoster) if thread else (None, None)
     if poster != last:
         prev, last = last, poster
-    out = {"lastPoster": last, "prevPoster": prev}
-    if to is not None:
-        out["lastTo"] = to
-    return out
+    return last, prev
 
 
-def _thread_write(net: str, principal: Principal, meta: dict[str, Any] | None, thread_id: str, subject: str,
+def _thread_write(net: str, principal: Principal, meta: Thread | None, thread_id: str, subject: str,
                   participants: list[str], to: dict | None, task_id: str | None, resource: str | None) -> dict[str, Any]:
     """Create the thread, or update it under its ``version`` (posters, addressee, participants)."""
     poster = principal.speaker
+    last, prev = posters_after(meta, poster)
     if meta is None:
-        item = thread_meta(net, thread_id, subject, {poster, *participants}, task_id, resource)
-        item.update(_posters_update({}, poster, to))
-        return t.tx_put(item, "attribute_not_exists(PK)")
-    upd = _posters_update(meta, poster, to)
-    sets = ["lastPoster = :lp", "version = version + :one"]
-    vals: dict[str, Any] = {"lp": upd["lastPoster"], "one": 1, "v": meta["version"], "parts": {poster, *participants}}
-    if upd.get("prevPoster"):
-        sets.append("prevPoster = :pp")
-        vals["pp"] = upd["prevPoster"]
-    if to is not None:
-        sets.append("lastTo = :lt")
-        vals["lt"] = to
-    return t.tx_update(*k.thread(net, thread_id), "SET " + ", ".join(sets) + " ADD participants :parts",
-                       "version = :v", **vals)
+        return store.create_thread(Thread(id=thread_id, subject=subject, participants={poster, *participants},
+                                          taskId=task_id, resource=resource, lastPoster=last, prevPoster=prev,
+                                          lastTo=to), net)
+    return store.post_to_thread(net, meta, last, prev, to, {poster, *participants})
 
 
-def _thread_for(net: str, principal: Principal, thread_id: str) -> dict[str, Any]:
+def _thread_for(net: str, principal: Principal, thread_id: str) -> Thread:
     """The thread's META; NotFound, or PermissionDenied when the caller's agent is not a participant."""
-    meta = t.get(*k.thread(net, thread_id))
+    meta = store.get_thread(net, thread_id)
     if meta is None:
         raise NotFound(f"no thread {thread_id!r} in this network")
-    if principal.kind == "instance" and principal.agent not in (meta.get("participants") or set()):
+    if principal.kind == "instance" and principal.agent not in meta.participants:
         raise PermissionDenied("your agent is not a participant of this thread")
     return meta  # a representative may write in any thread of a network it can communicate with
 
@@ -416,14 +280,14 @@ def ask(principal: Principal, req: AskRequest) -> dict[str, Any]:
     net = principal.network_id
     resource = normalise_resource(req.resource) if req.resource else None
     to, mailboxes, recipients = _recipients(net, principal, req.toAgent, req.toInstance)
-    if req.taskId and _get(*k.task(net, req.taskId)) is None:
+    if req.taskId and not task_store.exists(net, req.taskId):
         raise NotFound(f"no task {req.taskId!r} in this network")
     limits.check_mailboxes(net, mailboxes)
 
     def attempt(record_key, request_hash):
         meta = _thread_for(net, principal, req.threadId) if req.threadId else None
         thread_id = req.threadId or ids.new_id("thr")
-        subject = req.subject or (meta or {}).get("subject") or req.body[:80]
+        subject = req.subject or (meta.subject if meta else None) or req.body[:80]
         msg = new_message("ask", thread_id, principal.actor, to, req.body, subject, req.taskId, resource)
         response = {"messageId": msg["id"], "threadId": thread_id, "recipients": addresses(mailboxes)}
         thread = _thread_write(net, principal, meta, thread_id, subject, recipients, to, req.taskId, resource)
@@ -453,29 +317,36 @@ def wake_notice(principal: Principal, box: dict[str, str], body: str, reason: st
     to = {"instanceId": box["instanceId"]} if "instanceId" in box else {"agent": box["agent"]}
     msg = new_message("notice", thread_id, principal.actor, to, body, f"wake: {reason}", wakeReason=reason)
     participants = [to["agent"]] if "agent" in to else []
-    thread = thread_meta(net, thread_id, msg["subject"], {principal.speaker, *participants})
-    deliver(net, msg, [box], [t.tx_put(thread, "attribute_not_exists(PK)"), _event(net, principal, msg, participants)])
+    thread = store.create_thread(Thread(id=thread_id, subject=msg["subject"],
+                                        participants={principal.speaker, *participants}), net)
+    deliver(net, msg, [box], [thread, _event(net, principal, msg, participants)])
     return {"messageId": msg["id"], "threadId": thread_id, "to": to}
 
 
-def _reply_route(net: str, principal: Principal, meta: dict[str, Any]) -> tuple[dict | None, list[dict], list[str]]:
-    """(``to``, mailboxes, recipient agents) of a reply: the agent that last posted other than the
-    caller's; if the caller's agent posted everything, the thread's last addressee."""
-    if meta.get("lastPoster") and meta["lastPoster"] != principal.speaker:
-        to: dict | None = {"agent": meta["lastPoster"]}
-    elif meta.get("prevPoster"):
-        to = {"agent": meta["prevPoster"]}
-    else:
-        to = meta.get("lastTo")
+def reply_target(thread: Thread, speaker: str) -> dict[str, str] | None:
+    """Whom a reply in ``thread`` by ``speaker`` (an agent name, or ``rep:<name>``) goes to
+    (PROTOCOL.md 4.5): the last poster other than the speaker; if the speaker posted last, the
+    one before; if the speaker posted everything, the thread's last addressee (``{"agent"}``,
+    ``{"group"}`` or ``{"instanceId"}``); None when there is nobody."""
+    if thread.lastPoster and thread.lastPoster != speaker:
+        return {"agent": thread.lastPoster}
+    if thread.prevPoster:
+        return {"agent": thread.prevPoster}
+    return thread.lastTo or None
+
+
+def _reply_route(net: str, principal: Principal, meta: Thread) -> tuple[dict | None, list[dict], list[str]]:
+    """(``to``, mailboxes, recipient agents) of a reply (:func:`reply_target`, then its mailboxes)."""
+    to = reply_target(meta, principal.speaker)
     if not to:
         return None, [], []
     if to.get("agent", "").startswith("rep:"):  # a representative reads threads with control_get_thread
         return {"representative": to["agent"][4:]}, [], [to["agent"]]
     if "group" in to:
-        members = _group_members(t.get(*k.group(net, to["group"])) or {}, principal.agent)
+        members = _group_members(dir_store.group(net, to["group"]) or {}, principal.agent)
         return to, [{"agent": m} for m in members], members
     if "instanceId" in to:
-        inst = t.get(*k.instance(net, to["instanceId"])) or {}
+        inst = dir_store.instance(net, to["instanceId"]) or {}
         boxes = [] if to["instanceId"] == principal.instance_id else [to]
         return to, boxes, [inst["agent"]] if inst.get("agent") else []
     return to, [to], [to["agent"]]
@@ -493,10 +364,10 @@ def reply(principal: Principal, req: ReplyRequest) -> dict[str, Any]:
         meta = _thread_for(net, principal, req.threadId)
         to, mailboxes, recipients = _reply_route(net, principal, meta)
         limits.check_mailboxes(net, mailboxes)
-        msg = new_message("reply", req.threadId, principal.actor, to, req.body, meta.get("subject"),
-                          meta.get("taskId"), meta.get("resource"))
+        msg = new_message("reply", req.threadId, principal.actor, to, req.body, meta.subject,
+                          meta.taskId, meta.resource)
         response = {"messageId": msg["id"], "threadId": req.threadId, "recipients": addresses(mailboxes)}
-        thread = _thread_write(net, principal, meta, req.threadId, meta.get("subject", ""), recipients, None, None, None)
+        thread = _thread_write(net, principal, meta, req.threadId, meta.subject or "", recipients, None, None, None)
         deliver(net, msg, mailboxes, [thread, _event(net, principal, msg, recipients)], response, record_key,
                 request_hash)
         return response
@@ -517,19 +388,18 @@ def inbox(principal: Principal) -> dict[str, Any]:
     """
     net = principal.network_id
     me = principal.instance_id
-    boxes = [k.mailbox_pk(net, {"instanceId": me}), k.mailbox_pk(net, {"agent": principal.agent})]
+    boxes = [{"instanceId": me}, {"agent": principal.agent}]
     for _ in range(_INBOX_ROUNDS):
         entries: list[dict[str, Any]] = []
-        for pk in boxes:
-            entries += t.query(pk, sk_prefix="MSG#", limit=INBOX_LIMIT + 1,
-                               filter_expr="senderInstance <> :me", filter_values=t.values(me=me))
+        for box in boxes:
+            entries += store.undelivered(net, box, INBOX_LIMIT + 1, not_from_instance=me)
         if not entries:
             return {"messages": [], "more": False}
-        entries.sort(key=lambda e: e["SK"])
+        entries.sort(key=store.sort_key)
         batch = _batch(entries)
-        taken = _take(batch)
+        taken = store.take(batch)
         if taken:
-            return {"messages": _materialise(net, taken), "more": len(entries) > len(batch)}
+            return {"messages": [_public(m) for m in store.documents(net, taken)], "more": len(entries) > len(batch)}
     return {"messages": [], "more": True}
 
 
@@ -537,62 +407,14 @@ def _batch(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The oldest entries one fetch hands out: at most 100, and at most MAX_INBOX_BYTES of them."""
     out, size = [], 0
     for e in entries[:INBOX_LIMIT]:
-        size += _approx_size(e)
+        size += store.approx_size(e)
         if out and size > MAX_INBOX_BYTES:
             break
         out.append(e)
     return out
 
 
-def _take(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Delete ``batch``'s entries in one transaction; drop those already gone and retry the rest."""
-    pending = list(batch)
-    for attempt in range(6):
-        if not pending:
-            return []
-        try:
-            t.transact([t.tx_delete(e["PK"], e["SK"], "attribute_exists(PK)") for e in pending])
-            return pending
-        except t.TransactionCancelled as exc:
-            gone = {i for i, r in enumerate(exc.reasons) if r == "ConditionalCheckFailed"}
-            pending = [e for i, e in enumerate(pending) if i not in gone]
-            if not gone:  # a conflict with another fetcher's transaction: let it finish
-                time.sleep(random.uniform(0, 0.01 * (2 ** attempt)))
-    return []
-
-
 def _public(msg: dict[str, Any]) -> dict[str, Any]:
     out = {f: msg[f] for f in _PUBLIC if msg.get(f) is not None}
     out["instructions"] = instructions(msg)
     return out
-
-
-def _materialise(net: str, taken: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The public messages of the entries this fetch took; pointing entries read their thread copy.
-
-    If the thread copies cannot be read, the taken entries are put back before the error
-    propagates, so a failed fetch loses nothing.
-    """
-    refs = {e["SK"]: k.thread_message(net, e["threadId"], e["SK"].removeprefix("MSG#"))
-            for e in taken if e.get("ref") == "thread"}
-    copies: dict[tuple[str, str], dict[str, Any]] = {}
-    if refs:
-        try:
-            copies = t.batch_get(refs.values(), consistent=False)
-            missing = [key for key in refs.values() if key not in copies]
-            if missing:
-                copies.update(t.batch_get(missing))
-            if any(key not in copies for key in refs.values()):
-                raise RuntimeError("a mailbox entry points at a thread message that does not exist")
-        except Exception:
-            _restore(taken)
-            raise
-    return [_public(copies[refs[e["SK"]]] if e["SK"] in refs else e) for e in taken]
-
-
-def _restore(entries: list[dict[str, Any]]) -> None:
-    for e in entries:
-        try:
-            t.put(e)
-        except Exception:  # best effort: the message stays readable in its thread
-            logger.exception("could not put back mailbox entry %s %s", e["PK"], e["SK"])

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from relaynet import cursors
 from relaynet.directory import Directory, load
 from relaynet.errors import NotFound
 from relaynet.identity import Principal
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import directory as dir_store
 
 COUNTERS = ("tasks_total", "tasks_completed", "tasks_failed", "consults_answered", "consults_expired")
 
@@ -26,8 +26,7 @@ def observe_actions(net: str, agent: str, **increments: int) -> list[dict[str, A
     unknown = set(increments) - set(COUNTERS)
     if unknown:
         raise ValueError(f"unknown counters {sorted(unknown)}")
-    expr = "ADD " + ", ".join(f"{name} :{name}" for name in increments)
-    return [t.tx_update(*k.agent_stats(net, agent), expr, **increments)]
+    return [dir_store.add_to_stats_action(net, agent, increments)]
 
 
 def observed(d: Directory, agent: str) -> dict[str, int]:
@@ -64,8 +63,6 @@ def find(principal: Principal, query: str | None, capability: str | None, sort_b
     missing last) | ``track_record`` (success_rate descending, null last), each then by name, a
     total order the cursor keeps its place in (PROTOCOL.md 2 "Lists"; a bad cursor is
     InvalidArgument)."""
-    from relaynet import cursors
-
     listing = cursors.Listing("peers.find", principal, query=query, capability=capability, sort_by=sort_by)
     after = listing.position(cursor)
     d = load(principal.network_id)

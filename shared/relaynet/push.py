@@ -6,7 +6,7 @@ wake-up arrived for it, signed, retried, and recorded where a representative see
   network spec (``push``); an instance sets its own with ``PUT /v1/push``, which wins over its
   definition's. ``token`` is the HMAC secret: stored, never sent, never shown.
 - **Events** come from the table's change stream: every mailbox entry put (an INSERT carrying
-  ``GSI3PK``, relaynet.messaging.mailbox_item) is one piece of mail. An instance mailbox entry
+  ``GSI3PK``, relaynet.store.mailboxes.mailbox_item) is one piece of mail. An instance mailbox entry
   notifies that instance; an agent mailbox entry notifies each non-stopped instance of the agent
   except its sender. Each (message, instance) with a config is one delivery:
   ``{event, networkId, instanceId, messageId, taskId?, kind, createdAt, deliveryId}`` where
@@ -46,6 +46,7 @@ from relaynet.config import settings
 from relaynet.errors import InvalidArgument
 from relaynet.identity import Principal
 from relaynet.store import keys as k
+from relaynet.store import mailboxes as mail_store
 from relaynet.store import table as t
 
 LEASE_MS = 60_000          # a retry run owns a due delivery this long (longer than one attempt)
@@ -193,7 +194,7 @@ def delivery_id(message_id: str, instance_id: str) -> str:
 
 def event_for(net: str, entry: dict[str, Any], instance_id: str) -> dict[str, Any]:
     """The event a mailbox entry makes for one instance (never the message body)."""
-    message_id = entry["SK"].removeprefix("MSG#")
+    message_id = mail_store.message_id(entry)
     kind = entry["kind"]
     name = "wake" if entry.get("wakeReason") else "task_offer" if kind == "task_offer" else "message"
     event = {"event": name, "networkId": net, "instanceId": instance_id, "messageId": message_id, "kind": kind,
@@ -292,7 +293,7 @@ def notify(entry: dict[str, Any]) -> dict[str, int]:
     from relaynet.directory import load, status
 
     parsed = k.parse_mailbox_pk(str(entry.get("PK", "")))
-    if parsed is None or not str(entry.get("SK", "")).startswith("MSG#") or "kind" not in entry:
+    if parsed is None or mail_store.message_id(entry) is None or "kind" not in entry:
         return {}
     net, box = parsed
     d = load(net)

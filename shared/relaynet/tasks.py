@@ -1,13 +1,13 @@
 """Tasks: delegation, reads and the state machine (PROTOCOL.md 4.6, 4.7, 4.8).
 
-A task is one item (``NET#<net>#TASK#<id>``/``META``) holding its history and progress. Every
+A task is one item (relaynet.store.tasks owns it) holding its history and progress. Every
 write of it is a conditional put on its ``version`` (and bumps it), in one transaction with the
 instance bookkeeping (``active``: tasks offered or assigned to the instance; ``held``: accepted,
 working or blocked) and the messages it sends; so racing writers cannot both win, and a reader
 holding version *v* holds the whole item.
 
-Where a task sits in GSI1 follows from the task itself (:func:`_item`): ``offered`` tasks are due
-at ``offerExpiresAt`` under ``ROUTE``; ``pending`` tasks are due at ``dueAt`` under ``ROUTE``, or,
+Where a task sits in GSI1 follows from the task itself (relaynet.store.tasks.item): ``offered`` tasks
+are due at ``offerExpiresAt``; ``pending`` tasks are due at ``dueAt``, or,
 when nobody is eligible for them, *parked* under their wait group (``wait`` = routing.wait_key).
 Parking first refreshes the group's marker (:func:`touch_marker`, a plain UpdateItem outside the
 task's transaction, so a burst of tasks parked in one group never conflicts on it); the sweep
@@ -20,37 +20,28 @@ import random
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from relaynet import clock, events, ids, peers
+from relaynet import clock, cursors, events, ids, peers
 from relaynet import routing
 from relaynet.config import settings
 from relaynet.directory import Directory, load
 from relaynet.errors import InvalidArgument, InvalidTransition, NotFound, PermissionDenied
 from relaynet.identity import Principal
-from relaynet.messaging import instance_address, mailbox_entry, message_item, new_message, thread_meta
+from relaynet.messaging import instance_address, new_message
+from relaynet.models.worker import TaskUpdateRequest
 from relaynet.resources import normalise as normalise_resource
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import directory as dir_store
+from relaynet.store import mailboxes as mail_store
+from relaynet.store import tasks as store
+from relaynet.store.mailboxes import Thread
+from relaynet.store.tasks import Before
 from relaynet.taskstate import HELD, REASON_REQUIRED, TERMINAL, allowed_from, decide
 
-if TYPE_CHECKING:  # annotations only: the sweep loads no pydantic models
-    from relaynet.models.worker import DelegateRequest, TaskGetRequest, TaskUpdateRequest
+if TYPE_CHECKING:
+    from relaynet.models.worker import DelegateRequest, TaskGetRequest
 
 ROUTER = {"system": "router"}
 SUMMARY_FIELDS = ("id", "title", "state", "creator", "target", "assignee", "resource", "createdAt", "updatedAt")
 _MAX_ATTEMPTS = 8
-
-
-class Before:
-    """What a task looked like when it was read: its version and the wait group it was parked in."""
-
-    __slots__ = ("version", "wait", "state", "assignee")
-
-    def __init__(self, task: dict[str, Any] | None):
-        task = task or {}
-        self.version = int(task["version"]) if task.get("version") is not None else None
-        self.wait = task.get("wait") if task.get("state") == "pending" else None
-        self.state = task.get("state")
-        self.assignee = task.get("assignee")
 
 
 def summary(task: dict[str, Any]) -> dict[str, Any]:
@@ -58,34 +49,10 @@ def summary(task: dict[str, Any]) -> dict[str, Any]:
     return {f: task.get(f) for f in SUMMARY_FIELDS}
 
 
-def _item(task: dict[str, Any], now_ms: int) -> dict[str, Any]:
-    """The stored item for ``task``: keys, listing index and, while routable, the routing index."""
-    net = task["networkId"]
-    pk, sk = k.task(net, task["id"])
-    item = {key: value for key, value in task.items() if key not in ("GSI1PK", "GSI1SK")}
-    item.update(PK=pk, SK=sk, GSI2PK=k.tasks_index(net), GSI2SK=task["id"])
-    if task["state"] == "pending" and task.get("wait"):
-        item["GSI1PK"], item["GSI1SK"] = k.wait_pk(net, task["wait"]), k.wait_sk(int(task["parkedAt"]), task["id"])
-    elif task["state"] == "pending":
-        item["GSI1PK"], item["GSI1SK"] = k.ROUTE, k.route_sk(int(task.get("dueAt", now_ms)), net, task["id"])
-    elif task["state"] == "offered":
-        item["GSI1PK"], item["GSI1SK"] = k.ROUTE, k.route_sk(int(task["offerExpiresAt"]), net, task["id"])
-    return item
-
-
 def touch_marker(task: dict[str, Any], now_ms: int) -> None:
-    """Create or refresh the marker of the wait group ``task`` is about to be parked in.
-
-    Written before the task, so a parked task always has a marker: the sweep deletes a marker
-    only when its group is empty and ``lastParkedAt`` is older than its grace (60 s, longer than
-    any API call may run), and only if ``gen`` did not move since it looked.
-    """
-    net, wait = task["networkId"], task["wait"]
-    t.update(*k.wait_marker(net, wait),
-             "SET probe = :probe, networkId = :net, waitKey = :wk, GSI1PK = :gpk, GSI1SK = :gsk, "
-             "lastParkedAt = :now ADD gen :one",
-             probe=routing.probe(task), net=net, wk=wait, gpk=k.WAITING, gsk=k.waiting_sk(net, wait),
-             now=now_ms, one=1)
+    """Create or refresh the marker of the wait group ``task`` is about to be parked in
+    (relaynet.store.tasks.touch_marker, with the group's routing probe)."""
+    store.touch_marker(task, routing.probe(task), now_ms)
 
 
 def save(task: dict[str, Any], before: Before, now_ms: int) -> list[dict[str, Any]]:
@@ -96,11 +63,7 @@ def save(task: dict[str, Any], before: Before, now_ms: int) -> list[dict[str, An
         task.pop("parkedAt", None)
     if task["state"] == "pending" and task.get("wait") and task["wait"] != before.wait:
         touch_marker(task, now_ms)
-    if before.version is None:
-        task["version"] = 1
-        return [t.tx_put(_item(task, now_ms), "attribute_not_exists(PK)")]
-    task["version"] = before.version + 1
-    return [t.tx_put(_item(task, now_ms), "version = :v", v=before.version)]
+    return [store.put(task, before, now_ms)]
 
 
 def park(task: dict[str, Any], now_ms: int) -> None:
@@ -127,17 +90,17 @@ def _step(task: dict[str, Any], state: str, actor: dict[str, Any], now_ms: int, 
 def _notice(task: dict[str, Any], to: dict[str, str], actor: dict[str, Any], body: str) -> list[dict[str, Any]]:
     """A ``task_update`` message in the task's thread and in mailbox ``to`` (``{"agent"}`` or
     ``{"instanceId", "agent"}``)."""
-    msg = new_message("task_update", task["threadId"], actor, k.public_address(to), body, task["title"], task["id"], task.get("resource"),
-                      state=task["state"])
-    net = task["networkId"]
-    return [t.tx_put(message_item(net, msg)), t.tx_put(mailbox_entry(net, to, msg))]
+    public = {"instanceId": to["instanceId"]} if "instanceId" in to else {"agent": to["agent"]}
+    msg = new_message("task_update", task["threadId"], actor, public, body, task["title"], task["id"],
+                      task.get("resource"), state=task["state"])
+    return mail_store.message_actions(task["networkId"], msg, [to])
 
 
 def _join_thread(task: dict[str, Any], agent: str | None) -> list[dict[str, Any]]:
     """Make ``agent`` a participant of the task's thread (it was addressed by the task)."""
     if not agent:
         return []
-    return [t.tx_update(*k.thread(task["networkId"], task["threadId"]), "ADD participants :a", a={agent})]
+    return [mail_store.add_participants(task["networkId"], task["threadId"], {agent})]
 
 
 def offer_actions(task: dict[str, Any], inst: dict[str, Any], now_ms: int, join_thread: bool = True
@@ -159,11 +122,8 @@ def offer_actions(task: dict[str, Any], inst: dict[str, Any], now_ms: int, join_
     inst.setdefault("active", set()).add(task["id"])
     inst["lastOfferedAt"] = now_ms
     return [
-        t.tx_update(*k.instance(net, inst["id"]), "ADD active :tid SET lastOfferedAt = :now",
-                    "attribute_exists(PK) AND #st <> :stopped", names={"#st": "status"},
-                    tid={task["id"]}, now=now_ms, stopped="stopped"),
-        t.tx_put(message_item(net, msg)),
-        t.tx_put(mailbox_entry(net, {"instanceId": inst["id"], "agent": inst["agent"]}, msg)),
+        store.offer_to_instance(net, inst["id"], task["id"], now_ms),
+        *mail_store.message_actions(net, msg, [{"instanceId": inst["id"], "agent": inst["agent"]}]),
         *(_join_thread(task, inst.get("agent")) if join_thread else []),
         events.event_action(net, "task", ROUTER, f"task {task['title']!r} offered to {inst.get('agent')}/{inst['id']}",
                             taskId=task["id"], state="offered", instanceId=inst["id"]),
@@ -185,15 +145,8 @@ def expire_offer(task: dict[str, Any], now_ms: int) -> str:
 
 def instance_update(net: str, inst_id: str, task_id: str, add: tuple[str, ...] = (),
                      remove: tuple[str, ...] = ()) -> dict[str, Any]:
-    """One update of an instance's ``active``/``held`` sets (an instance appears once per transaction)."""
-    parts = []
-    removes = [s for s in remove if s not in add]
-    if add:
-        parts.append("ADD " + ", ".join(f"{s} :tid" for s in add))
-    if removes:
-        parts.append("DELETE " + ", ".join(f"{s} :tid" for s in removes))
-    cond = "attribute_exists(PK)" if add else None
-    return t.tx_update(*k.instance(net, inst_id), " ".join(parts), cond, tid={task_id})
+    """One update of an instance's ``active``/``held`` sets (relaynet.store.tasks.instance_sets)."""
+    return store.instance_sets(net, inst_id, task_id, add, remove)
 
 
 def _target(d: Directory, req: DelegateRequest) -> dict[str, str]:
@@ -236,23 +189,23 @@ def delegate(creator: Principal, req: DelegateRequest, network_id: str | None = 
     base = {**task, "history": [dict(h) for h in task["history"]]}
     participants = {creator.agent} if creator.agent else {"-"}
     for attempt in range(_MAX_ATTEMPTS):
-        thread = thread_meta(net, task["threadId"], task["title"], participants, task_id, resource)
-        if creator.agent:
-            thread["lastPoster"] = creator.agent  # replies in the task's thread go to the creator
+        # replies in the task's thread go to the creator (its lastPoster)
+        thread = Thread(id=task["threadId"], subject=task["title"], participants=participants, taskId=task_id,
+                        resource=resource, lastPoster=creator.agent or None)
         chosen = routing.choose(task, d, now)
         actions = []
         if chosen is not None:
             actions += offer_actions(task, chosen, now, join_thread=False)
-            thread["participants"] = {*participants, chosen["agent"]} - {"-"}
+            thread.participants = {*participants, chosen["agent"]} - {"-"}
         else:
             park(task, now)
-        actions.append(t.tx_put(thread, "attribute_not_exists(PK)"))
+        actions.append(mail_store.create_thread(thread, net))
         actions.append(events.event_action(net, "task", creator.actor, f"task {task['title']!r} delegated to "
                                            f"{next(iter(target.values()))}", taskId=task_id, state="pending"))
         try:
-            t.transact([*save(task, Before(None), now), *actions])
+            store.commit([*save(task, Before(None), now), *actions])
             break
-        except t.TransactionCancelled:
+        except store.TransactionCancelled:
             # another transaction held the chosen instance, or it was stopped meanwhile: again,
             # from a fresh directory
             if attempt == _MAX_ATTEMPTS - 1:
@@ -279,7 +232,7 @@ def view(task: dict[str, Any]) -> dict[str, Any]:
 
 def load_task(net: str, task_id: str) -> dict[str, Any]:
     """The stored task, or NotFound (ids of other networks are simply absent: 404)."""
-    task = t.get(*k.task(net, task_id))
+    task = store.get(net, task_id)
     if task is None:
         raise NotFound(f"no task {task_id!r} in this network")
     return task
@@ -291,12 +244,11 @@ def get(principal: Principal, req: TaskGetRequest, claims_of_task, network_id: s
     ``claims_of_task(net, task_id)`` supplies the active claims (relaynet.claims).
     """
     net = network_id or principal.network_id
-    items = t.query(k.task_pk(net, req.taskId))
-    task = next((i for i in items if i["SK"] == k.META), None)
+    task, artifacts = store.with_artifacts(net, req.taskId)
     if task is None:
         raise NotFound(f"no task {req.taskId!r} in this network")
     out = view(task)
-    out["artifacts"] = [artifact_view(i) for i in items if i["SK"].startswith("ART#")]
+    out["artifacts"] = [artifact_view(i) for i in artifacts]
     out["claims"] = claims_of_task(net, req.taskId)
     return {"task": out}
 
@@ -308,18 +260,13 @@ def artifact_view(item: dict[str, Any]) -> dict[str, Any]:
 
 def recent(net: str, limit: int = 20) -> list[dict[str, Any]]:
     """The newest task summaries of a network (GSI2, newest first)."""
-    return [summary(i) for i in t.query(k.tasks_index(net), index="GSI2", forward=False, limit=limit)]
+    return [summary(i) for i in store.newest(net, limit)]
 
 
 def unroutable(net: str, limit: int = 100) -> list[dict[str, Any]]:
     """Summaries of this network's pending tasks nobody is eligible for (parked), oldest first
     within each wait group (for control_list_blocked)."""
-    out: list[dict[str, Any]] = []
-    for marker in t.query(k.wait_marker(net, "")[0]):
-        if len(out) >= limit:
-            break
-        out += [summary(i) for i in t.query(k.wait_pk(net, marker["SK"]), index="GSI1", limit=limit - len(out))]
-    return out
+    return [summary(i) for i in store.parked(net, limit)]
 
 
 def _roles(principal: Principal, task: dict[str, Any], wanted: str, d_loader: Callable[[], Directory],
@@ -384,8 +331,8 @@ def update(principal: Principal, req: TaskUpdateRequest, on_terminal: Callable[[
         now = clock.now_ms()
         actions = _move(principal, task, req, d_loader, now)
         try:
-            t.transact([*save(task, before, now), *actions])
-        except t.TransactionCancelled:
+            store.commit([*save(task, before, now), *actions])
+        except store.TransactionCancelled:
             directory.clear()
             time.sleep(random.uniform(0, 0.005 * (2 ** attempt)))
             continue
@@ -454,8 +401,6 @@ def cancel(principal: Principal, network_id: str, task_id: str, reason: str | No
            on_terminal: Callable[[str, str], Any] | None = None) -> dict[str, Any]:
     """control_cancel_task (PROTOCOL.md 6): a representative (whose grant the caller checked)
     cancels a non-terminal task of ``network_id``. Returns ``{task}``; errors as :func:`update`."""
-    from relaynet.models.worker import TaskUpdateRequest
-
     return update(principal, TaskUpdateRequest(taskId=task_id, status="cancelled", reason=reason),
                   on_terminal=on_terminal, network_id=network_id)
 
@@ -487,8 +432,8 @@ def progress(principal: Principal, task_id: str, payload: Any) -> dict[str, Any]
         else:
             task["updatedAt"] = clock.iso(now)
         try:
-            t.transact([*save(task, before, now), *actions])
-        except t.TransactionCancelled:
+            store.commit([*save(task, before, now), *actions])
+        except store.TransactionCancelled:
             time.sleep(random.uniform(0, 0.005 * (2 ** attempt)))
             continue
         return {"task": view(task)}
@@ -502,8 +447,6 @@ def list_for(principal: Principal, scope: str = "own", state: str = "active", li
     ``state`` ``active``: not terminal; ``all``. Returns ``{tasks, nextCursor}`` (PROTOCOL.md 2
     "Lists"); one page reads at most ``max_read`` tasks of the listing index (a sparse filter may
     give a short page that still has a cursor). A bad cursor is InvalidArgument."""
-    from relaynet import cursors
-
     net = principal.network_id
     listing = cursors.Listing("tasks.list", principal, scope=scope, state=state)
     after = listing.position(cursor)
@@ -517,38 +460,69 @@ def list_for(principal: Principal, scope: str = "own", state: str = "active", li
         return scope != "own" or (task.get("creator") or {}).get("agent") == principal.agent \
             or task.get("assignee") in mine
 
-    walk = t.iterate(k.tasks_index(net), index="GSI2", forward=False, sk_lt=after, page_size=min(max_read, 100))
+    walk = store.walk_newest(net, after, min(max_read, 100))
     page, last = cursors.page_scan(walk, lambda task: task["id"], accept, limit, max_read)
     return {"tasks": [summary(task) for task in page], "nextCursor": listing.next_cursor(last)}
+
+
+def _requeue(task: dict[str, Any], instance_id: str, reason: str, now: int) -> list[dict[str, Any]]:
+    """Move ``task`` (in memory, offered or held by ``instance_id``) back to ``pending`` with the
+    hub as actor, the instance at the end of ``declined``; returns the creator's notice actions
+    (the caller saves the task and updates the instance's sets)."""
+    task.pop("assignee", None)
+    task.pop("offerExpiresAt", None)
+    task["declined"] = [*(i for i in task.get("declined") or () if i != instance_id), instance_id]
+    _step(task, "pending", ROUTER, now, reason)
+    task["dueAt"] = now
+    creator_agent = (task.get("creator") or {}).get("agent")
+    if creator_agent:
+        return _notice(task, {"agent": creator_agent}, ROUTER, f"Task {task['title']!r} is pending again: {reason}.")
+    return []
+
+
+def _requeueable(task: dict[str, Any] | None, instance_id: str) -> bool:
+    return task is not None and task["state"] not in TERMINAL and task["state"] != "pending" \
+        and task.get("assignee") == instance_id
+
+
+def requeue_actions(net: str, instance_id: str, task_ids: list[str], reason: str, now: int
+                    ) -> tuple[list[str], list[dict[str, Any]]]:
+    """(the ids moved, the actions moving them) for every task of ``task_ids`` (the instance's
+    ``active`` set) still offered to or held by ``instance_id``: one BatchGetItem, then per task
+    its conditional put and its creator's notice (control_stop_agent's one transaction; the
+    caller takes all of ``task_ids`` out of the instance's sets in the same transaction)."""
+    stored = store.many(net, task_ids)
+    moved, actions = [], []
+    for task_id in task_ids:
+        task = stored.get(task_id)
+        if not _requeueable(task, instance_id):
+            continue
+        before = Before(task)
+        notices = _requeue(task, instance_id, reason, now)
+        actions += [*save(task, before, now), *notices]
+        moved.append(task_id)
+    return moved, actions
 
 
 def return_to_pending(net: str, instance_id: str, reason: str = "instance stopped") -> list[str]:
     """Every non-terminal task offered or assigned to ``instance_id`` goes back to ``pending``
     (control_stop_agent, PROTOCOL.md 6), with the hub as actor; the sweep offers them again.
-    Returns the ids of the tasks moved."""
-    inst = t.get(*k.instance(net, instance_id)) or {}
+    One transaction per task (the path for an instance holding more than one transaction's
+    worth). Returns the ids of the tasks moved."""
+    inst = dir_store.instance(net, instance_id) or {}
     moved = []
     for task_id in sorted(inst.get("active") or ()):
         for attempt in range(_MAX_ATTEMPTS):
-            task = t.get(*k.task(net, task_id))
-            if task is None or task["state"] in TERMINAL or task["state"] == "pending" \
-                    or task.get("assignee") != instance_id:
-                t.update(*k.instance(net, instance_id), "DELETE active :tid, held :tid", tid={task_id})
+            task = store.get(net, task_id)
+            if not _requeueable(task, instance_id):
+                store.forget_on_instance(net, instance_id, task_id)
                 break
             before, now = Before(task), clock.now_ms()
-            task.pop("assignee", None)
-            task.pop("offerExpiresAt", None)
-            task["declined"] = [*(i for i in task.get("declined") or () if i != instance_id), instance_id]
-            _step(task, "pending", ROUTER, now, reason)
-            task["dueAt"] = now
-            actions = [instance_update(net, instance_id, task_id, remove=("active", "held"))]
-            creator_agent = (task.get("creator") or {}).get("agent")
-            if creator_agent:
-                actions += _notice(task, {"agent": creator_agent}, ROUTER,
-                                   f"Task {task['title']!r} is pending again: {reason}.")
+            actions = [instance_update(net, instance_id, task_id, remove=("active", "held")),
+                       *_requeue(task, instance_id, reason, now)]
             try:
-                t.transact([*save(task, before, now), *actions])
-            except t.TransactionCancelled:
+                store.commit([*save(task, before, now), *actions])
+            except store.TransactionCancelled:
                 time.sleep(random.uniform(0, 0.005 * (2 ** attempt)))
                 continue
             moved.append(task_id)
