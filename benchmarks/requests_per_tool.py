@@ -609,6 +609,12 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
         first = ok(tool, {"instanceId": inst}, "ops")
         ok(tool, {"instanceId": inst, "confirmationId": first["confirmationId"]}, "ops")
 
+    yield Step("network_claim (held by the instance about to stop)", "network_claim", False, lambda: ok(
+        "network_claim", {"scope": "scratch/**"}, "launched"))
+    yield Step("control_delegate (to the instance about to stop)", "control_delegate", False, lambda: ok(
+        "control_delegate", {"toInstance": state["launched"]["instanceId"], "objective": "Tidy scratch/"}, "ops",
+        key()))
+    # the stop releases that claim and returns that task to pending, in one transaction
     yield Step("control_stop_agent (both steps)", "control_stop_agent", False, lambda: two_step("control_stop_agent"))
     yield Step("control_restart_agent (both steps)", "control_restart_agent", False,
                lambda: two_step("control_restart_agent"))

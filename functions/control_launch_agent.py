@@ -4,7 +4,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from relaynet import control
+from relaynet.control import instances as control
 from relaynet.http.api import ToolApp
 from relaynet.models.control import LaunchRequest
 

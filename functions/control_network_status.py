@@ -4,9 +4,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from relaynet import control
-import relaynet.channels  # noqa: F401  (what control uses for this tool: loaded at init, not on the first call)
-import relaynet.claims  # noqa: F401
+from relaynet.control import observe as control
 from relaynet.http.api import ToolApp
 from relaynet.models.control import NoArgs
 

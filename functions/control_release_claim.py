@@ -4,8 +4,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from relaynet import control
-import relaynet.claims  # noqa: F401  (what control uses for this tool: loaded at init, not on the first call)
+from relaynet.control import claims as control
 from relaynet.http.api import ToolApp
 from relaynet.models.control import ReleaseClaimRequest
 

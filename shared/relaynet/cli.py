@@ -101,7 +101,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
 def _graph(args: argparse.Namespace) -> int:
     from relaynet.client import ApiError, RelaynetClient
-    from relaynet.control import mermaid
+    from relaynet.control.render import mermaid
 
     url, token = args.url or os.environ.get("RELAYNET_URL"), args.token or os.environ.get("RELAYNET_TOKEN")
     if not url or not token:
