@@ -4,10 +4,9 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from relaynet import plugin
-import relaynet.channels  # noqa: F401  (what plugin uses for this tool: loaded at init, not on the first call)
 from relaynet.http.api import ToolApp
 from relaynet.models.plugin import HandoffRequest
+from relaynet.plugin_tools import channels as plugin
 
 # The DynamoDB actions this function may use: its policy in template.yaml names exactly these,
 # and relaynet.store.table refuses any other while the handler runs (UpdateItem covers the
