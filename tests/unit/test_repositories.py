@@ -1,0 +1,176 @@
+"""The repositories of relaynet.store on DynamoDB Local (``server_table``): each write's condition
+holds against the real store, a stale read loses, and what one write puts another reads back.
+
+The domain's behaviour over them is tested through the tools elsewhere; these tests pin what the
+domain relies on from each repository: a thread written at a stale version is refused, a mailbox
+entry is taken once, a task put at a stale version is refused, the claims HEAD serialises, an
+ended claim leaves the hot partition, a used confirmation cannot be used again, and a stop built
+from a stale read of the instance's ``active`` set is refused.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from relaynet import clock, ids, messaging
+from relaynet.control import instances
+from relaynet.identity import Principal, authorize
+from relaynet.models import worker as w
+from relaynet.store import claims as claim_store
+from relaynet.store import directory as dir_store
+from relaynet.store import events as event_store
+from relaynet.store import mailboxes as mail_store
+from relaynet.store import table as t
+from relaynet.store import tasks as task_store
+from relaynet.store.mailboxes import Thread
+from relaynet.store.tasks import Before
+from tests.conftest import apply
+
+SPEC = """
+network: repo
+agents:
+  - {name: boss, instances: 1}
+  - {name: coder, instances: 2}
+representatives:
+  - {name: ops, grants: {repo: operate}}
+"""
+OPS = Principal("representative", rep="ops")
+
+
+@pytest.fixture
+def net(server_table):
+    return apply(SPEC)
+
+
+def message(thread_id: str, body: str) -> dict:
+    return messaging.new_message("ask", thread_id, {"agent": "boss"}, {"agent": "coder"}, body, "s")
+
+
+class TestMailboxes:
+    def test_a_thread_post_at_a_stale_version_is_refused_and_changes_nothing(self, net):
+        nid = net.network_id
+        t.transact([mail_store.create_thread(Thread(id="thr_a", subject="s", participants={"boss"}), nid)])
+        seen = mail_store.get_thread(nid, "thr_a")
+        t.transact([mail_store.post_to_thread(nid, seen, "boss", None, {"agent": "coder"}, {"coder"})])
+        with pytest.raises(t.TransactionCancelled) as lost:
+            t.transact([mail_store.post_to_thread(nid, seen, "coder", "boss", None, {"coder"})])
+        assert lost.value.reasons == ["ConditionalCheckFailed"]
+        now = mail_store.get_thread(nid, "thr_a")
+        assert (now.version, now.lastPoster, now.lastTo, now.participants) == (1, "boss", {"agent": "coder"},
+                                                                              {"boss", "coder"})
+
+    def test_a_delivered_entry_is_taken_once_and_a_large_one_reads_its_thread_copy(self, net):
+        nid = net.network_id
+        small, large = message("thr_b", "hi"), message("thr_b", "x" * 5000)
+        for msg in (small, large):
+            mail_store.deliver(nid, msg, [{"agent": "coder"}], [])
+        entries = mail_store.undelivered(nid, {"agent": "coder"}, 10, not_from_instance="inst_none")
+        assert [e["SK"] for e in entries] == sorted(e["SK"] for e in entries)
+        assert [e.get("ref") for e in entries] == [None, "thread"]  # the 5 KB body is not copied per mailbox
+        taken = mail_store.take(entries)
+        assert [m["body"] for m in mail_store.documents(nid, taken)] == ["hi", "x" * 5000]
+        assert mail_store.take(entries) == []  # another fetcher with the same read gets nothing
+        assert mail_store.count_undelivered(nid, {"agent": "coder"}, 10) == 0
+        assert [m["id"] for m in mail_store.thread_messages(nid, "thr_b")] == [small["id"], large["id"]]
+
+    def test_a_send_record_makes_a_second_first_transaction_already_sent(self, net):
+        nid = net.network_id
+        record = mail_store.send_record_key(nid, "network_ask#inst#key-1")
+        msg = message("thr_c", "once")
+        mail_store.deliver(nid, msg, [{"agent": "coder"}], [], {"messageId": msg["id"]}, record, "h1")
+        with pytest.raises(mail_store.AlreadySent):
+            mail_store.deliver(nid, message("thr_c", "twice"), [{"agent": "coder"}], [], {}, record, "h1")
+        stored = mail_store.get_send_record(record)
+        assert (stored.messageId, stored.requestHash, stored.response) == (msg["id"], "h1", {"messageId": msg["id"]})
+        assert mail_store.count_undelivered(nid, {"agent": "coder"}, 10) == 1
+
+
+class TestTasks:
+    def test_a_task_put_at_a_stale_version_is_refused(self, net):
+        nid = net.network_id
+        task = {"id": ids.new_id("task"), "networkId": nid, "title": "t", "state": "pending", "dueAt": 1}
+        task_store.commit([task_store.put(task, Before(None), 1)])
+        read = task_store.get(nid, task["id"])
+        task_store.commit([task_store.put({**read, "state": "offered", "offerExpiresAt": 9, "assignee": "i"},
+                                          Before(read), 2)])
+        with pytest.raises(task_store.TransactionCancelled):
+            task_store.commit([task_store.put({**read, "state": "cancelled"}, Before(read), 3)])
+        assert task_store.get(nid, task["id"])["state"] == "offered"
+        with pytest.raises(task_store.TransactionCancelled):  # a second create of the same id
+            task_store.commit([task_store.put(dict(task), Before(None), 4)])
+        assert [i["id"] for i in task_store.walk_newest(nid, None, 10)] == [task["id"]]
+        assert task_store.exists(nid, task["id"]) and not task_store.exists(nid, "task_none")
+
+
+class TestClaims:
+    def test_the_head_counter_serialises_and_an_ended_claim_leaves_the_hot_partition(self, net):
+        nid = net.network_id
+        item, put = claim_store.new_claim(nid, {"id": "clm_1", "scopeType": "path", "scope": "a/**",
+                                                "holder": {"instanceId": "i"}, "expiresAt": clock.now_ms() + 60_000,
+                                                "fencingToken": 1})
+        claim_store.commit([claim_store.bump_action(nid, 0), put])
+        with pytest.raises(claim_store.TransactionCancelled):  # a rival that read the counter at 0
+            _, rival = claim_store.new_claim(nid, {**item, "id": "clm_2"})
+            claim_store.commit([claim_store.bump_action(nid, 0), rival])
+        counter, live = claim_store.read_partition(nid)
+        assert counter == 1 and [c["id"] for c in live] == ["clm_1"]
+        claim_store.commit(claim_store.end_actions(nid, live[0], clock.now_ms(), "released"))
+        assert claim_store.read_partition(nid) == (1, [])
+        assert claim_store.get_ended(nid, "clm_1")["endReason"] == "released" and claim_store.exists(nid, "clm_1")
+        with pytest.raises(claim_store.TransactionCancelled):  # ending it twice
+            claim_store.commit(claim_store.end_actions(nid, live[0], clock.now_ms(), "released"))
+
+
+class TestDirectory:
+    def test_a_confirmation_is_consumed_once_and_only_for_its_operation(self, net):
+        nid, now = net.network_id, clock.now_ms()
+        dir_store.put_confirmation("ops", "conf_1", "stop", nid, "inst_x", now + 60_000)
+        with pytest.raises(t.TransactionCancelled):  # for another operation
+            t.transact([dir_store.consume_confirmation_action("ops", "conf_1", "restart", nid, "inst_x", now)])
+        t.transact([dir_store.consume_confirmation_action("ops", "conf_1", "stop", nid, "inst_x", now)])
+        with pytest.raises(t.TransactionCancelled):  # used
+            t.transact([dir_store.consume_confirmation_action("ops", "conf_1", "stop", nid, "inst_x", now)])
+        dir_store.put_confirmation("ops", "conf_2", "stop", nid, "inst_x", now - 1)
+        assert not dir_store.consume_confirmation("ops", "conf_2", "stop", nid, "inst_x", now)  # expired
+
+    def test_a_stop_built_from_a_stale_active_set_is_refused(self, net):
+        nid = net.network_id
+        inst_id = net.principals["coder0"].instance_id
+        t.transact([task_store.instance_sets(nid, inst_id, "task_1", add=("active",))])
+        seen = sorted(dir_store.instance(nid, inst_id)["active"])
+        t.transact([task_store.offer_to_instance(nid, inst_id, "task_2", clock.now_ms())])  # lands in between
+        with pytest.raises(t.TransactionCancelled):
+            t.transact([dir_store.stop_instance_action(nid, inst_id, clock.now_ms(), seen)])
+        assert dir_store.instance(nid, inst_id).get("status") != "stopped"
+        fresh = sorted(dir_store.instance(nid, inst_id)["active"])
+        t.transact([dir_store.stop_instance_action(nid, inst_id, clock.now_ms(), fresh)])
+        stopped = dir_store.instance(nid, inst_id)
+        assert stopped["status"] == "stopped" and not stopped.get("active") and not stopped.get("held")
+
+
+def test_a_stop_releases_claims_and_requeues_tasks_in_the_one_transaction_that_consumes_it(net, monkeypatch):
+    """control_stop_agent's second step: one TransactWriteItems, and a used confirmation is 400."""
+    from relaynet import claims, tasks
+    from relaynet.errors import InvalidArgument
+
+    nid = net.network_id
+    coder = net.principals["coder0"]
+    claims.claim(coder, w.ClaimRequest(scope="src/**"))
+    task = tasks.delegate(net.principals["boss0"], w.DelegateRequest(objective="fix it", toInstance=coder.instance_id))
+    assert task["state"] == "offered"
+    transactions = []
+    real = t.transact
+    monkeypatch.setattr(t, "transact", lambda actions, token=None: (transactions.append(len(actions)),
+                                                                   real(actions, token))[1])
+    first = instances.stop_agent(OPS, None, coder.instance_id, None)
+    out = instances.stop_agent(OPS, None, coder.instance_id, first["confirmationId"])
+    assert out == {"instanceId": coder.instance_id, "status": "stopped", "releasedClaims": 1,
+                   "requeuedTasks": [task["taskId"]]}
+    assert len(transactions) == 1  # confirmation, instance, token, event, claim (3), task put + 2 notices
+    assert task_store.get(nid, task["taskId"])["state"] == "pending"
+    assert claim_store.read_partition(nid)[1] == []
+    assert authorize(net.token("coder0")) is None  # the token is revoked
+    kinds = [e["kind"] for e in event_store.newest_first(nid, None, 10, clock.now_ms() // 1000)]
+    assert kinds[:2] == ["instance", "claim"]
+    with pytest.raises(InvalidArgument):
+        instances.stop_agent(OPS, None, coder.instance_id, first["confirmationId"])
