@@ -23,14 +23,6 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from relaynet import __version__, catalogue
 
-#: Tools that create something and accept an ``Idempotency-Key`` (PROTOCOL.md 2); their handlers
-#: call ``ToolApp.once`` (tests/test_openapi.py checks the two agree). Names not in the catalogue
-#: yet are ignored.
-IDEMPOTENT_TOOLS = frozenset({
-    "network_ask", "network_reply", "network_delegate", "network_publish_artifact",
-    "delegate", "channels", "say", "handoff", "control_ask", "control_delegate",
-})
-
 #: The error statuses every tool may answer, with the protocol code and when (PROTOCOL.md 2).
 ERRORS: dict[str, tuple[str, str]] = {
     "400": ("invalid_argument", "A schema or value check failed (unknown arguments included); "
@@ -93,29 +85,19 @@ def _error_components() -> tuple[dict[str, Any], dict[str, Any]]:
     return schemas, responses
 
 
-def _register(app: APIGatewayHttpResolver, tool: catalogue.Tool) -> None:
-    model = tool.model
-
-    def route(request: Annotated[model, Body()]) -> dict:  # type: ignore[valid-type]
-        raise NotImplementedError  # never called: the document only
-
-    route.__name__ = tool.name
-    app.post(tool.path, operation_id=tool.name, summary=tool.name, description=tool.description,
-             tags=[tool.surface])(route)
-
-
-def _register_endpoint(app: APIGatewayHttpResolver, endpoint: catalogue.Endpoint) -> None:
-    model = endpoint.model
+def _register(app: APIGatewayHttpResolver, op: catalogue.Operation) -> None:
+    """One operation: the catalogue's request body (if any) and response model, never called."""
+    model, result = op.model, op.response_model
     if model is None:
-        def route() -> dict:
+        def route() -> result:  # type: ignore[valid-type]
             raise NotImplementedError  # never called: the document only
     else:
-        def route(request: Annotated[model, Body()]) -> dict:  # type: ignore[valid-type]
+        def route(request: Annotated[model, Body()]) -> result:  # type: ignore[valid-type]
             raise NotImplementedError
 
-    route.__name__ = endpoint.name
-    app.route(endpoint.path, endpoint.method, operation_id=endpoint.name, summary=endpoint.name,
-              description=endpoint.description, tags=[endpoint.surface])(route)
+    route.__name__ = op.name
+    app.route(op.path, op.method, operation_id=op.name, summary=op.name, description=op.description,
+              tags=[op.surface])(route)
 
 
 def _complete(doc: dict[str, Any]) -> dict[str, Any]:
@@ -134,7 +116,8 @@ def _complete(doc: dict[str, Any]) -> dict[str, Any]:
             ok = op.get("responses", {}).get("200") or {"description": "Successful Response"}
             op["responses"] = {"200": ok, **{status: {"$ref": f"#/components/responses/{code}"}
                                              for status, (code, _) in ERRORS.items()}}
-            if op["operationId"] in IDEMPOTENT_TOOLS:
+            entry = catalogue.TOOLS.get(op["operationId"]) or catalogue.ENDPOINTS[op["operationId"]]
+            if entry.idempotent:
                 op["parameters"] = [*op.get("parameters", []), {
                     "name": "Idempotency-Key", "in": "header", "required": False,
                     "description": "A retry with the same key and body within 1 hour returns the first "
@@ -149,10 +132,8 @@ def _complete(doc: dict[str, Any]) -> dict[str, Any]:
 @functools.lru_cache(maxsize=1)
 def _document() -> str:
     app = APIGatewayHttpResolver(enable_validation=True)
-    for tool in catalogue.TOOLS.values():
-        _register(app, tool)
-    for endpoint in catalogue.ENDPOINTS.values():
-        _register_endpoint(app, endpoint)
+    for op in (*catalogue.TOOLS.values(), *catalogue.ENDPOINTS.values()):
+        _register(app, op)
     doc = json.loads(app.get_openapi_json_schema(title="Relaynet", version=__version__,
                                                  description="A coordination hub for AI agents."))
     return json.dumps(_complete(doc))
