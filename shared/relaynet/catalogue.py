@@ -329,6 +329,12 @@ class Endpoint(Operation):
 
 #: The endpoints for clients that are not an LLM choosing tools: hooks, webhook set-up.
 ENDPOINTS: dict[str, Endpoint] = {e.name: e for e in (
+    Endpoint("inbox_summary", "worker", None, method="GET", path="/v1/inbox/summary",
+             description="Count your undelivered messages by kind, and the oldest one's createdAt, without "
+             "delivering anything (network_inbox delivers). One DynamoDB request: cheap enough for "
+             "a hook to call before every prompt.",
+             response="InboxSummaryResult", call="relaynet.mailbox.summary", args=("caller",),
+             actions=("Query", "UpdateItem")),
     Endpoint("push_config_set", "worker", "PushConfigRequest", method="PUT", path="/v1/push",
              description="Set this instance's push endpoint (A2A's push-notification config: url, token, "
              "authentication): the hub POSTs a signed event there when mail, a task offer or a "

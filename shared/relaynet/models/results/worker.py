@@ -162,6 +162,15 @@ class NetworkRegisterCapabilitiesResult(Result):
     count: int
 
 
+class InboxSummaryResult(Result):
+    """inbox_summary: undelivered messages by kind, and the oldest one's createdAt."""
+
+    undelivered: int
+    byKind: dict[str, int]
+    oldestCreatedAt: str | None
+    complete: bool
+
+
 class PushConfig(Entity):
     url: str
 
