@@ -1,7 +1,10 @@
-"""The tool catalogue: every tool's name, surface, argument model and the description an LLM reads.
+"""The tool catalogue, the one source of every tool's and endpoint's facts: name, surface, request
+and response models, the domain function it calls, its DynamoDB actions, idempotency, and the
+description an LLM reads.
 
-One source for the handlers (OpenAPI summaries), the MCP bridge (tool list and input schemas)
-and the SDK. Names are protocol (PROTOCOL.md 1) and never drift.
+The MCP bridge (tool list and input schemas) and ToolApp read it at run time; ``make generate``
+(infra/relaynet_local/generate.py) writes the handler files, template.yaml's function blocks,
+docs/openapi.json and the SDK's tables from it. Names are protocol (PROTOCOL.md 1) and never drift.
 """
 
 from __future__ import annotations
@@ -104,7 +107,8 @@ WORKER_TOOLS: tuple[Tool, ...] = (
          "List the agents, their live instances and capabilities, groups, resources and recent "
          "tasks. Pass resourceKey and/or action (e.g. action='review') to get ranked candidates "
          "who are responsible for that work, before you delegate or ask.",
-         response="NetworkDiscoverResult", call="relaynet.directory.discover", args=("caller", "request", "relaynet.tasks.recent(caller.network_id)"),
+         response="NetworkDiscoverResult", call="relaynet.directory.discover",
+         args=("caller", "request", "relaynet.tasks.recent(caller.network_id)"),
          actions=("Query", "UpdateItem")),
     Tool("network_ask", "worker", "AskRequest",
          "Send a message (an ask) to another agent (toAgent: an agent name, or a group slug to "
@@ -113,7 +117,8 @@ WORKER_TOOLS: tuple[Tool, ...] = (
          "answer arrives in network_inbox. Unknown names are 404 and nothing is sent. "
          + HOW_TO_ACT,
          response="NetworkAskResult", call="relaynet.messaging.ask",
-         actions=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"), idempotent=True),
+         actions=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"),
+         idempotent=True),
     Tool("network_inbox", "worker", "InboxRequest",
          "Fetch your new messages (asks, replies, task offers, task updates, channel turns), oldest "
          "first, at most 100; more=true means call again. Each message is handed to exactly one "
@@ -137,14 +142,16 @@ WORKER_TOOLS: tuple[Tool, ...] = (
     Tool("network_task_get", "worker", "TaskGetRequest",
          "Read one task in full: state, assignee, acceptance criteria, history, progress, "
          "artifacts and active claims.",
-         response="NetworkTaskGetResult", call="relaynet.tasks.get", args=("caller", "request", "relaynet.claims.active_for_task"),
+         response="NetworkTaskGetResult", call="relaynet.tasks.get",
+         args=("caller", "request", "relaynet.claims.active_for_task"),
          actions=("Query", "UpdateItem")),
     Tool("network_task_update", "worker", "TaskUpdateRequest",
          "Move a task through its life: accept an offer (status=accepted) before doing any work, "
          "and only then work; then report working, blocked (reason required), completed (reason = "
          "the evidence) or failed (reason required). The creator may cancel. Illegal moves answer "
          "409 with the allowed states. The creator learns only what you report here. " + HOW_TO_ACT,
-         response="NetworkTaskUpdateResult", call="relaynet.tasks.update", args=("caller", "request", "on_terminal=relaynet.claims.release_for_task"),
+         response="NetworkTaskUpdateResult", call="relaynet.tasks.update",
+         args=("caller", "request", "on_terminal=relaynet.claims.release_for_task"),
          actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")),
     Tool("network_claim", "worker", "ClaimRequest",
          "Take an exclusive, time-limited claim on files (a glob such as 'src/api/**'), a task key "
@@ -177,7 +184,8 @@ PLUGIN_TOOLS: tuple[Tool, ...] = (
          "the timeout; then check channels info). For real work with acceptance criteria use "
          "network_delegate instead. " + HOW_TO_ACT,
          response="DelegateResult", call="relaynet.plugin.delegate",
-         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"), idempotent=True, preload=("relaynet.consult",)),
+         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"),
+         idempotent=True, preload=("relaynet.consult",)),
     Tool("peers", "plugin", "PeersRequest",
          "Find other agents (action='find': filter by query over their summary or a capability id; "
          "sort_by name, cost or track_record) or read one in full (action='describe', name=...: "
@@ -190,12 +198,14 @@ PLUGIN_TOOLS: tuple[Tool, ...] = (
          "channels, 'info' (whose turn it is, your_tools, the last 20 envelopes), 'close'. "
          "New envelopes reach you through network_inbox.",
          response="ChannelsResult", call="relaynet.plugin.channels_tool",
-         actions=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"), idempotent=True, idempotent_when='request.action == "open"', preload=("relaynet.channels",)),
+         actions=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"),
+         idempotent=True, idempotent_when='request.action == "open"', preload=("relaynet.channels",)),
     Tool("tasks", "plugin", "TasksRequest",
          "Work on the hub's tasks: action='progress' (report progress on a task assigned to you), "
          "'complete' (result = the evidence), 'list' (yours or all), 'status', 'wait' (until it "
          "finishes or timeout), 'cancel' (a task you created).",
-         response="TasksResult", call="relaynet.plugin.tasks_tool", args=("caller", "request", "on_terminal=relaynet.claims.release_for_task"),
+         response="TasksResult", call="relaynet.plugin.tasks_tool",
+         args=("caller", "request", "on_terminal=relaynet.claims.release_for_task"),
          actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"), preload=("relaynet.tasks",)),
     Tool("context", "plugin", "ContextRequest",
          "Look things up: action='search' (query over messages in your channels, or "
@@ -207,13 +217,15 @@ PLUGIN_TOOLS: tuple[Tool, ...] = (
          "Post text in a conversation, discussion or consulting channel when it is your turn "
          "(channels info shows your_tools). Out of turn is refused with not_your_turn. " + HOW_TO_ACT,
          response="SayResult", call="relaynet.plugin.say",
-         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"), idempotent=True, preload=("relaynet.channels",)),
+         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"),
+         idempotent=True, preload=("relaynet.channels",)),
     Tool("handoff", "plugin", "HandoffRequest",
          "Take your turn in a workflow channel: optional content, context variables to set, then "
          "finish (a summary; closes the workflow with reason) or target (who speaks next) or let "
          "the workflow graph decide (tool names the routing tool you called).",
          response="HandoffResult", call="relaynet.plugin.handoff",
-         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"), idempotent=True, preload=("relaynet.channels",)),
+         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"),
+         idempotent=True, preload=("relaynet.channels",)),
 )
 CONTROL_TOOLS: tuple[Tool, ...] = (
     Tool("control_whoami", "control", "NoArgs",
@@ -223,54 +235,66 @@ CONTROL_TOOLS: tuple[Tool, ...] = (
     Tool("control_list_networks", "control", "ListNetworksRequest",
          "The networks you hold grants on, with the grant level of each (limit default 50; pass "
          "nextCursor as cursor for the next page).",
-         response="ControlListNetworksResult", call="relaynet.control.list_networks", args=("caller", "request.limit", "request.cursor"),
+         response="ControlListNetworksResult", call="relaynet.control.list_networks",
+         args=("caller", "request.limit", "request.cursor"),
          actions=("GetItem", "BatchGetItem")),
     Tool("control_use_network", "control", "UseNetworkRequest",
          "Make a network your active one; later calls without networkId act on it (needs observe).",
-         response="ControlUseNetworkResult", call="relaynet.control.use_network", args=("caller", "request.networkId"),
+         response="ControlUseNetworkResult", call="relaynet.control.use_network",
+         args=("caller", "request.networkId"),
          actions=("GetItem", "UpdateItem")),
     Tool("control_network_status", "control", "NoArgs",
          "Counts for the network (agents, instances by availability, tasks by state, active claims, open "
          "channels), plus the live claims (holder, scope, expiresAt) and open channels (type, whose turn).",
-         response="ControlNetworkStatusResult", call="relaynet.control.network_status", args=("caller", "request.networkId"),
+         response="ControlNetworkStatusResult", call="relaynet.control.network_status",
+         args=("caller", "request.networkId"),
          actions=("GetItem", "Query"), preload=("relaynet.channels", "relaynet.claims")),
     Tool("control_list_agents", "control", "ListAgentsRequest",
          "Every agent definition with its instances and their availability, by name (limit default "
          "50; pass nextCursor as cursor for the next page).",
-         response="ControlListAgentsResult", call="relaynet.control.list_agents", args=("caller", "request.networkId", "request.limit", "request.cursor"),
+         response="ControlListAgentsResult", call="relaynet.control.list_agents",
+         args=("caller", "request.networkId", "request.limit", "request.cursor"),
          actions=("GetItem", "Query")),
     Tool("control_find_agents", "control", "FindAgentsRequest",
          "Rank the agents responsible for a resource and/or action, as network_discover does.",
-         response="ControlFindAgentsResult", call="relaynet.control.find_agents", args=("caller", "request.networkId", "request.resourceKey", "request.action"),
+         response="ControlFindAgentsResult", call="relaynet.control.find_agents",
+         args=("caller", "request.networkId", "request.resourceKey", "request.action"),
          actions=("GetItem", "Query")),
     Tool("control_list_tasks", "control", "ListTasksRequest",
          "Tasks of the network, newest first, optionally of one status.",
-         response="ControlListTasksResult", call="relaynet.control.list_tasks", args=("caller", "request.networkId", "request.status", "request.limit", "request.cursor"),
+         response="ControlListTasksResult", call="relaynet.control.list_tasks",
+         args=("caller", "request.networkId", "request.status", "request.limit", "request.cursor"),
          actions=("GetItem", "Query"), preload=("relaynet.tasks",)),
     Tool("control_task_status", "control", "TaskRequest",
          "One task in full: history, progress, artifacts and claims.",
-         response="ControlTaskStatusResult", call="relaynet.control.task_status", args=("caller", "request.networkId", "request.taskId"),
+         response="ControlTaskStatusResult", call="relaynet.control.task_status",
+         args=("caller", "request.networkId", "request.taskId"),
          actions=("GetItem", "Query"), preload=("relaynet.claims", "relaynet.tasks")),
     Tool("control_list_blocked", "control", "NoArgs",
          "What is stuck: blocked tasks, pending tasks nobody is eligible for, offline instances holding tasks.",
-         response="ControlListBlockedResult", call="relaynet.control.list_blocked", args=("caller", "request.networkId"),
+         response="ControlListBlockedResult", call="relaynet.control.list_blocked",
+         args=("caller", "request.networkId"),
          actions=("GetItem", "Query"), preload=("relaynet.routing", "relaynet.tasks")),
     Tool("control_get_history", "control", "HistoryRequest",
          "Recent events of the network (messages, task transitions, claims, channel events), newest first.",
-         response="ControlGetHistoryResult", call="relaynet.control.history", args=("caller", "request.networkId", "request.limit", "request.cursor"),
+         response="ControlGetHistoryResult", call="relaynet.control.history",
+         args=("caller", "request.networkId", "request.limit", "request.cursor"),
          actions=("GetItem", "Query")),
     Tool("control_get_thread", "control", "ThreadRequest",
          "A thread with all its messages.",
-         response="ControlGetThreadResult", call="relaynet.control.get_thread", args=("caller", "request.networkId", "request.threadId"),
+         response="ControlGetThreadResult", call="relaynet.control.get_thread",
+         args=("caller", "request.networkId", "request.threadId"),
          actions=("GetItem", "Query")),
     Tool("control_get_graph", "control", "NoArgs",
          "The network as a graph {nodes, edges}: agents, instances, groups, resources; delegations, asks, claims, membership.",
-         response="ControlGetGraphResult", call="relaynet.control.graph", args=("caller", "request.networkId"),
+         response="ControlGetGraphResult", call="relaynet.control.graph",
+         args=("caller", "request.networkId"),
          actions=("GetItem", "Query"), preload=("relaynet.claims",)),
     Tool("control_ask", "control", "ControlAskRequest",
          "Send an ask to an agent, group or instance as the representative (needs communicate).",
          response="ControlAskResult", call="relaynet.control.ask",
-         actions=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"), idempotent=True, preload=("relaynet.messaging",)),
+         actions=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"),
+         idempotent=True, preload=("relaynet.messaging",)),
     Tool("control_reply", "control", "ControlReplyRequest",
          "Reply in a thread as the representative (needs communicate).",
          response="ControlReplyResult", call="relaynet.control.reply",
@@ -278,7 +302,8 @@ CONTROL_TOOLS: tuple[Tool, ...] = (
     Tool("control_delegate", "control", "ControlDelegateRequest",
          "Create a task for an agent, group, instance or resource on your owner's behalf (needs delegate).",
          response="ControlDelegateResult", call="relaynet.control.delegate",
-         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"), idempotent=True, preload=("relaynet.tasks",)),
+         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"),
+         idempotent=True, preload=("relaynet.tasks",)),
     Tool("control_wake_agent", "control", "WakeRequest",
          "Nudge an agent or instance with a notice in its inbox, and a wake event to its push "
          "endpoint if it has one (needs operate).",
@@ -286,31 +311,40 @@ CONTROL_TOOLS: tuple[Tool, ...] = (
          actions=("GetItem", "PutItem"), preload=("relaynet.messaging",)),
     Tool("control_launch_agent", "control", "LaunchRequest",
          "Register a new instance of an agent and get its token, shown once (needs operate).",
-         response="ControlLaunchAgentResult", call="relaynet.control.launch_agent", args=("caller", "request.networkId", "request.agentName"),
+         response="ControlLaunchAgentResult", call="relaynet.control.launch_agent",
+         args=("caller", "request.networkId", "request.agentName"),
          actions=("GetItem", "PutItem", "ConditionCheckItem")),
     Tool("control_stop_agent", "control", "TwoStepRequest",
          "Stop an instance in two steps: first call returns a confirmationId (valid 5 minutes); call again with it to revoke the token, release its claims and requeue its tasks (needs operate).",
-         response="ControlStopAgentResult", call="relaynet.control.stop_agent", args=("caller", "request.networkId", "request.instanceId", "request.confirmationId"),
-         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"), preload=("relaynet.claims", "relaynet.tasks")),
+         response="ControlStopAgentResult", call="relaynet.control.stop_agent",
+         args=("caller", "request.networkId", "request.instanceId", "request.confirmationId"),
+         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"),
+         preload=("relaynet.claims", "relaynet.tasks")),
     Tool("control_restart_agent", "control", "TwoStepRequest",
          "Restart an instance in two steps (confirmationId as for stop): rotates its token (the new one is shown once) and clears stopped (needs operate).",
-         response="ControlRestartAgentResult", call="relaynet.control.restart_agent", args=("caller", "request.networkId", "request.instanceId", "request.confirmationId"),
+         response="ControlRestartAgentResult", call="relaynet.control.restart_agent",
+         args=("caller", "request.networkId", "request.instanceId", "request.confirmationId"),
          actions=("GetItem", "PutItem", "UpdateItem", "DeleteItem")),
     Tool("control_release_claim", "control", "ReleaseClaimRequest",
          "Release any claim of the network, e.g. one held by a stuck instance (needs operate).",
-         response="ControlReleaseClaimResult", call="relaynet.control.release_claim", args=("caller", "request.networkId", "request.claimId"),
+         response="ControlReleaseClaimResult", call="relaynet.control.release_claim",
+         args=("caller", "request.networkId", "request.claimId"),
          actions=("GetItem", "PutItem", "DeleteItem"), preload=("relaynet.claims",)),
     Tool("control_cancel_task", "control", "CancelTaskRequest",
          "Cancel a non-terminal task (needs delegate).",
-         response="ControlCancelTaskResult", call="relaynet.control.cancel_task", args=("caller", "request.networkId", "request.taskId", "request.reason"),
-         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"), preload=("relaynet.claims", "relaynet.tasks")),
+         response="ControlCancelTaskResult", call="relaynet.control.cancel_task",
+         args=("caller", "request.networkId", "request.taskId", "request.reason"),
+         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem"),
+         preload=("relaynet.claims", "relaynet.tasks")),
     Tool("control_channel_send", "control", "ChannelSendRequest",
          "Post a message into your conversation with your owner.",
-         response="ControlChannelSendResult", call="relaynet.control.channel_send", args=("caller", "request.body", "request.conversationId"),
+         response="ControlChannelSendResult", call="relaynet.control.channel_send",
+         args=("caller", "request.body", "request.conversationId"),
          actions=("PutItem",)),
     Tool("control_channel_history", "control", "ChannelHistoryRequest",
          "Read your conversation with your owner, oldest first.",
-         response="ControlChannelHistoryResult", call="relaynet.control.channel_history", args=("caller", "request.conversationId", "request.limit", "request.cursor"),
+         response="ControlChannelHistoryResult", call="relaynet.control.channel_history",
+         args=("caller", "request.conversationId", "request.limit", "request.cursor"),
          actions=("GetItem", "Query")),
 )
 
