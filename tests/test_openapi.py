@@ -205,3 +205,28 @@ def test_make_openapi_check_mode(tmp_path: Path):
     assert openapi.main([str(stale)]) == 0
     assert openapi.main([str(stale), "--check"]) == 0
     assert stale.read_text(encoding="utf-8") == openapi.render()
+
+
+def test_every_tools_answers_in_the_scenarios_are_its_response_model(table, monkeypatch):
+    """benchmarks/requests_per_tool.py's scenarios call every tool and endpoint (tests/test_policies.py
+    holds them to it); each 200 they get is the entry's response model, declaring every field."""
+    from relaynet import admin
+    from tests.api.conftest import check_result
+    from tests.test_policies import _bench
+
+    bench = _bench()
+    real, answered = bench.call, set()
+
+    def checked(tool, body, token, key=None):
+        status, out = real(tool, body, token, key)
+        if status == 200:
+            check_result(tool, out)
+            answered.add(tool)
+        return status, out
+
+    monkeypatch.setattr(bench, "call", checked)
+    tokens = admin.apply_spec((ROOT / "examples" / "demo-network.yaml").read_text())
+    for step in bench.scenario(tokens):
+        step.run()
+    assert answered >= set(catalogue.TOOLS) | set(catalogue.ENDPOINTS), sorted(
+        set(catalogue.TOOLS) | set(catalogue.ENDPOINTS) - answered)
