@@ -89,3 +89,11 @@ def test_every_entry_names_a_request_and_a_response_model_that_exist():
     for op in generate.operations():
         assert op.model is None or op.model.__name__ == op.model_name, op.name
         assert op.response_model.__name__ == op.response, op.name
+
+
+def test_a_domain_module_named_like_the_tool_is_imported_under_another_name():
+    entry = dataclasses.replace(catalogue.TOOLS["tasks"], call="relaynet.tasks.list_for", args=("caller",))
+    source = generate.handler_source(entry)
+    assert "from relaynet import tasks as tasks_\n" in source
+    assert "return tasks_.list_for(tool.caller())" in source and "\ndef tasks(" in source
+    compile(source, "tasks.py", "exec")
