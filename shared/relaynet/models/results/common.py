@@ -39,7 +39,7 @@ class Capability(Entity):
 
     id: str
     name: str
-    description: str
+    description: str | None = None
     source: str | None = None
 
 
@@ -134,10 +134,38 @@ class Envelope(Entity):
     envelope_id: str
     seq: int
     channel_id: str
-    sender: str
     event_type: str
     content: Any
     created_at: str
+    sender: str | None = None
+    audience: list[str] | None = None
+    causation_id: str | None = None
+
+
+class PushAuthenticationView(Entity):
+    """The schemes of a push config's authentication (never its credentials)."""
+
+    schemes: list[str]
+
+
+class PushConfigView(Entity):
+    """What may be shown of a push config: the url and the authentication schemes, never the token."""
+
+    url: str
+    authentication: PushAuthenticationView | None = None
+
+
+class PushStatus(Entity):
+    """An instance's push endpoint in force (``source``: ``instance`` | ``definition``) and its
+    last delivery (docs/protocol.md 10.3)."""
+
+    url: str | None
+    source: str | None
+    lastStatus: str | None
+    lastAttemptAt: str | None
+    lastDeliveredAt: str | None
+    lastError: str | None
+    failures: int
 
 
 class Participant(Entity):

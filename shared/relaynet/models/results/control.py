@@ -137,7 +137,7 @@ class Event(Entity):
 
     id: str
     kind: str
-    actor: Address
+    actor: Address | None
     summary: str
     at: str
     claimId: str | None = None

@@ -91,7 +91,7 @@ class TasksResult(Result):
 
 class SearchHit(Entity):
     id: str
-    sender: str
+    sender: str | None
     when: str
     excerpt: str
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from relaynet.models.results.common import (Address, Candidate, Capability, Delegated, Entity, Envelope, Released,
-                                            Responsibility, Result, Sent, TaskResult)
+from relaynet.models.results.common import (Address, Candidate, Capability, Delegated, Entity, Envelope, PushConfigView,
+                                            PushStatus, Released, Responsibility, Result, Sent, TaskResult)
 
 
 class InstanceView(Entity):
@@ -17,7 +17,7 @@ class InstanceView(Entity):
     capabilities: list[Capability]
     createdAt: str
     lastSeenAt: str | None
-    push: dict[str, object] | None = None
+    push: PushStatus | None = None
 
 
 class AgentView(Entity):
@@ -28,6 +28,7 @@ class AgentView(Entity):
     capabilities: list[Capability]
     groups: list[str]
     responsibilities: list[Responsibility]
+    push: PushConfigView | None = None
 
 
 class NetworkRef(Entity):
@@ -99,6 +100,7 @@ class Message(Entity):
     instructions: str
     threadId: str | None = None
     body: str | None = None
+    resource: str | None = None
     channelId: str | None = None
     envelope: Envelope | None = None
     taskId: str | None = None
@@ -171,14 +173,10 @@ class InboxSummaryResult(Result):
     complete: bool
 
 
-class PushConfig(Entity):
-    url: str
-
-
 class PushConfigSetResult(Result):
     """push_config_set: the config in force (its token never echoed) and where it comes from."""
 
-    push: PushConfig
+    push: PushConfigView
     source: str
 
 
