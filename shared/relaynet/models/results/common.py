@@ -161,7 +161,7 @@ class PushStatus(Entity):
 
     url: str | None
     source: str | None
-    lastStatus: str | None
+    lastStatus: int | None  # the HTTP status of the last attempt (0: no answer came)
     lastAttemptAt: str | None
     lastDeliveredAt: str | None
     lastError: str | None
