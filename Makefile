@@ -8,7 +8,7 @@ PORT ?= 8787
 
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup setup-test store chromium run test fuzz lint openapi cost build bench bench-store screenshots clean
+.PHONY: setup setup-test store chromium run test check generate fuzz lint openapi cost build bench bench-store screenshots clean
 
 # What the hub needs and nothing more: the package and its runtime dependencies.
 $(STAMP): pyproject.toml
@@ -50,6 +50,12 @@ chromium:
 test: setup-test chromium
 	$(BIN)/python -m pytest
 
+# The inner loop (README, "Tests"): the generated files, the domain on moto and the handlers
+# through API Gateway events (the race tests start one DynamoDB Local); no subprocess hub, no SAM CLI.
+check: setup-test
+	$(BIN)/python -m pytest -p no:cacheprovider tests/test_generate.py tests/unit tests/api \
+		-m 'not fuzz and not e2e and not sam'
+
 # schemathesis against docs/openapi.json on a local stack (loopback only), FUZZ_EXAMPLES examples
 # per operation and mode, at most FUZZ_SECONDS in all; figures in .relaynet/fuzz-report.json.
 FUZZ_EXAMPLES ?= 25
@@ -61,9 +67,14 @@ lint: $(TEST_STAMP)
 	$(BIN)/cfn-lint template.yaml
 	SAM_CLI_TELEMETRY=0 $(BIN)/sam validate --lint --template-file template.yaml --region us-east-1
 
-# docs/openapi.json is generated from the handlers' models (tests/test_openapi.py checks it).
-openapi: $(TEST_STAMP)
-	$(BIN)/python -m relaynet.http.openapi docs/openapi.json
+# Everything that restates the catalogue (shared/relaynet/catalogue.py), written from it: the
+# handler files, template.yaml's generated region, docs/openapi.json and the SDK's tables
+# (tests/test_generate.py fails when a committed file differs).
+generate: $(STAMP)
+	$(BIN)/python -m relaynet_local.generate
+
+# docs/openapi.json is one of the generated files.
+openapi: generate
 
 # DynamoDB requests and the AWS bill per tool call (the README's cost table).
 cost: $(TEST_STAMP)

@@ -1,10 +1,10 @@
-"""docs/openapi.json (issue 8): committed, generated from the handlers' request models, and the
-same set of tools as template.yaml's routes and functions/'s handler files; errors documented
-as the protocol's envelope (PROTOCOL.md 2), never powertools' 422."""
+"""docs/openapi.json (issues 8, 17): generated from the catalogue's request and response models
+(committed as `make generate` writes it: tests/test_generate.py), the same set of tools as
+template.yaml's routes and functions/'s handler files; every 200 typed; errors documented as the
+protocol's envelope (PROTOCOL.md 2), never powertools' 422."""
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
@@ -71,18 +71,33 @@ def test_template_routes_handler_files_and_operations_are_the_same_tools(doc):
         assert routes[f"POST {path}"].handler == f"{name}.handler"
 
 
-def test_each_handler_takes_the_model_its_operation_documents(doc):
-    """ToolApp.route refuses any body model but the catalogue's; this checks the handler files
-    really are built that way (and the document's request body is that model)."""
+def _tool_app(name: str):
+    """The ToolApp functions/<name>.py serves (its ``handler`` is that app's bound method)."""
+    from relaynet_local.lambdas import load_handler
+
+    return load_handler(str(FUNCTIONS), f"{name}.handler").__self__
+
+
+def test_each_handler_serves_its_catalogue_entry_with_the_model_its_operation_documents(doc):
+    """The handler files are generated from the catalogue (tests/test_generate.py) and ToolApp.route
+    refuses any body model but the entry's; this checks the loaded handlers really serve their
+    entry, and that the document's request body is that model."""
     ops = operations(doc)
     for name, tool in catalogue.TOOLS.items():
-        source = (FUNCTIONS / f"{name}.py").read_text(encoding="utf-8")
-        assert f'ToolApp("{name}"' in source, f"functions/{name}.py does not build ToolApp({name!r})"
-        assert f"Annotated[{tool.model.__name__}, Body()]" in source, (
-            f"functions/{name}.py does not take {tool.model.__name__}")
+        app = _tool_app(name)
+        assert app.tool is tool and app.actions == frozenset(tool.actions), name
         body = ops[name][2]["requestBody"]["content"]["application/json"]["schema"]
         assert body == {"$ref": f"#/components/schemas/{tool.model.__name__}"}, name
         assert doc["components"]["schemas"][tool.model.__name__]["additionalProperties"] is False, name
+
+
+def test_every_200_is_typed_by_its_catalogue_response_model(doc):
+    ops = operations(doc)
+    for name, entry in {**catalogue.TOOLS, **catalogue.ENDPOINTS}.items():
+        schema = ops[name][2]["responses"]["200"]["content"]["application/json"]["schema"]
+        assert schema == {"$ref": f"#/components/schemas/{entry.response}"}, name
+        component = doc["components"]["schemas"][entry.response]
+        assert component["type"] == "object" and component["properties"], name
 
 
 def test_route_refuses_a_model_other_than_the_catalogues():
@@ -105,13 +120,11 @@ def test_route_refuses_a_model_other_than_the_catalogues():
 def test_each_endpoint_handler_takes_the_body_its_operation_documents(doc):
     ops = operations(doc)
     for name, endpoint in catalogue.ENDPOINTS.items():
-        source = (FUNCTIONS / f"{name}.py").read_text(encoding="utf-8")
-        assert f'ToolApp("{name}"' in source, f"functions/{name}.py does not build ToolApp({name!r})"
+        assert _tool_app(name).tool is endpoint, name
         op = ops[name][2]
         if endpoint.model is None:
             assert "requestBody" not in op, name
         else:
-            assert f"Annotated[{endpoint.model.__name__}, Body()]" in source, name
             body = op["requestBody"]["content"]["application/json"]["schema"]
             assert body == {"$ref": f"#/components/schemas/{endpoint.model.__name__}"}, name
 
@@ -157,16 +170,11 @@ def test_the_error_codes_are_the_ones_the_handlers_answer(doc):
         assert codes.get(code) == status, (code, status)
 
 
-def _calls_once(name: str) -> bool:
-    tree = ast.parse((FUNCTIONS / f"{name}.py").read_text(encoding="utf-8"))
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "once"
-               for n in ast.walk(tree))
-
-
-def test_idempotency_key_is_documented_exactly_where_the_handler_honours_it(doc):
+def test_idempotency_key_is_documented_exactly_where_the_catalogue_declares_it(doc):
     for name, (_m, _p, op) in operations(doc).items():
+        entry = catalogue.TOOLS.get(name) or catalogue.ENDPOINTS[name]
         headers = [p["name"] for p in op.get("parameters", []) if p["in"] == "header"]
-        assert (headers == ["Idempotency-Key"]) == _calls_once(name), name
+        assert (headers == ["Idempotency-Key"]) == entry.idempotent, name
 
 
 def test_every_operation_requires_the_bearer_token(doc):
@@ -197,3 +205,28 @@ def test_make_openapi_check_mode(tmp_path: Path):
     assert openapi.main([str(stale)]) == 0
     assert openapi.main([str(stale), "--check"]) == 0
     assert stale.read_text(encoding="utf-8") == openapi.render()
+
+
+def test_every_tools_answers_in_the_scenarios_are_its_response_model(table, monkeypatch):
+    """benchmarks/requests_per_tool.py's scenarios call every tool and endpoint (tests/test_policies.py
+    holds them to it); each 200 they get is the entry's response model, declaring every field."""
+    from relaynet import admin
+    from tests.api.conftest import check_result
+    from tests.test_policies import _bench
+
+    bench = _bench()
+    real, answered = bench.call, set()
+
+    def checked(tool, body, token, key=None):
+        status, out = real(tool, body, token, key)
+        if status == 200:
+            check_result(tool, out)
+            answered.add(tool)
+        return status, out
+
+    monkeypatch.setattr(bench, "call", checked)
+    tokens = admin.apply_spec((ROOT / "examples" / "demo-network.yaml").read_text())
+    for step in bench.scenario(tokens):
+        step.run()
+    assert answered >= set(catalogue.TOOLS) | set(catalogue.ENDPOINTS), sorted(
+        set(catalogue.TOOLS) | set(catalogue.ENDPOINTS) - answered)

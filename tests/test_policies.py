@@ -2,8 +2,9 @@
 handler file declares (``DYNAMODB_ACTIONS``), and relaynet.store.table refuses any other action
 while that handler runs.
 
-- The declaration is a literal tuple in functions/<file>.py; the runtime uses that same tuple
-  (ToolApp(..., actions=DYNAMODB_ACTIONS) or table.declares(DYNAMODB_ACTIONS, ...)).
+- The declaration is a tool's or endpoint's ``actions`` in shared/relaynet/catalogue.py (its
+  generated handler passes them to ToolApp), or a literal tuple in a hand-written functions/<file>.py
+  (table.declares(DYNAMODB_ACTIONS, ...)); the runtime uses that same declaration.
 - template.yaml: each function's policy is one statement allowing ``dynamodb:<action>`` for
   exactly those actions, on the table and its indexes; no declaration, no policy.
 - Under-declared: the store refuses the request (UndeclaredAction, logged; the handler answers
@@ -44,8 +45,18 @@ def handler_stems() -> list[str]:
     return sorted(p.stem for p in FUNCTIONS.glob("*.py") if not p.name.startswith("_"))
 
 
+def entry(stem: str):
+    """The catalogue entry functions/<stem>.py is generated from (None: a hand-written function)."""
+    from relaynet import catalogue
+
+    return catalogue.TOOLS.get(stem) or catalogue.ENDPOINTS.get(stem)
+
+
 def declared(stem: str) -> tuple[str, ...]:
-    """The literal ``DYNAMODB_ACTIONS`` of functions/<stem>.py (AssertionError if missing)."""
+    """The DynamoDB actions of functions/<stem>.py: its catalogue entry's, or for a hand-written
+    function (authorizer, sweep, ...) its literal ``DYNAMODB_ACTIONS`` (AssertionError if missing)."""
+    if entry(stem) is not None:
+        return tuple(entry(stem).actions)
     tree = ast.parse((FUNCTIONS / f"{stem}.py").read_text(encoding="utf-8"))
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(x, ast.Name) and x.id == "DYNAMODB_ACTIONS"
@@ -60,10 +71,8 @@ def declared(stem: str) -> tuple[str, ...]:
 
 
 def uses_idempotency(stem: str) -> bool:
-    """Whether the handler calls ``<ToolApp>.once(...)`` (accepts an Idempotency-Key)."""
-    tree = ast.parse((FUNCTIONS / f"{stem}.py").read_text(encoding="utf-8"))
-    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "once"
-               for n in ast.walk(tree))
+    """Whether the function accepts an Idempotency-Key (its catalogue entry says so)."""
+    return entry(stem) is not None and entry(stem).idempotent
 
 
 def load_module(stem: str) -> Any:

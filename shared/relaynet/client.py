@@ -31,15 +31,11 @@ from typing import Any, Generic, TypeVar
 import httpx
 
 from relaynet import __version__
+from relaynet.client_tables import CREATING_WORKER_TOOLS, ENDPOINT_ROUTES
 
 __all__ = ["ApiError", "RelaynetClient", "AsyncRelaynetClient", "CREATING_WORKER_TOOLS"]
 
 USER_AGENT = f"relaynet-python/{__version__}"
-
-#: Worker tools that create something and accept an ``Idempotency-Key`` (PROTOCOL.md 2).
-CREATING_WORKER_TOOLS = frozenset(
-    {"network_ask", "network_reply", "network_delegate", "network_publish_artifact"}
-)
 
 # The protocol code an HTTP status stands for, used when an error body is not the envelope
 # (a proxy's HTML page, an API Gateway message, an empty body).
@@ -427,7 +423,7 @@ class RelaynetClient(_WorkerTools[dict[str, Any]]):
     def inbox_summary(self) -> dict[str, Any]:
         """``GET /v1/inbox/summary``: ``{undelivered, byKind, oldestCreatedAt, complete}``,
         delivering nothing (docs/protocol.md 10.1)."""
-        return self.request("GET", "/v1/inbox/summary")
+        return self.request(*ENDPOINT_ROUTES["inbox_summary"])
 
     def set_push(self, url: str, token: str, authentication: dict[str, Any] | None = None) -> dict[str, Any]:
         """``PUT /v1/push``: this instance's push endpoint (docs/protocol.md 10.3). ``token`` is
@@ -436,11 +432,11 @@ class RelaynetClient(_WorkerTools[dict[str, Any]]):
         body: dict[str, Any] = {"url": url, "token": token}
         if authentication is not None:
             body["authentication"] = authentication
-        return self.request("PUT", "/v1/push", body)
+        return self.request(*ENDPOINT_ROUTES["push_config_set"], body)
 
     def delete_push(self) -> dict[str, Any]:
         """``DELETE /v1/push``: ``{removed: bool}``."""
-        return self.request("DELETE", "/v1/push")
+        return self.request(*ENDPOINT_ROUTES["push_config_delete"])
 
     def close(self) -> None:
         """Close the connection pool."""

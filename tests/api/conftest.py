@@ -37,7 +37,35 @@ def call(tool: str, body: Any = None, token: str | None = None, headers: dict[st
     payload = raw if raw is not None else (json.dumps(body) if body is not None else None)
     event = http_event(method, path, route_key=route, headers=hdrs, body=payload, authorizer_context=context)
     resp = load_handler(FUNCTIONS, f"{tool}.handler")(event, LambdaContext(tool, 29.0, 512))
-    return resp["statusCode"], json.loads(resp["body"]), {k.lower(): v for k, v in (resp.get("headers") or {}).items()}
+    status, answer = resp["statusCode"], json.loads(resp["body"])
+    if status == 200:
+        check_result(tool, answer)
+    return status, answer, {k.lower(): v for k, v in (resp.get("headers") or {}).items()}
+
+
+def undeclared(value: Any, path: str = "") -> list[str]:
+    """Fields of a validated result (and the objects inside it) that its model does not declare."""
+    from pydantic import BaseModel
+
+    if isinstance(value, BaseModel):
+        found = [f"{path}.{name}".lstrip(".") for name in (value.model_extra or {})]
+        for name in type(value).model_fields:
+            found += undeclared(getattr(value, name), f"{path}.{name}")
+        return found
+    if isinstance(value, list):
+        return [f for i, item in enumerate(value) for f in undeclared(item, f"{path}[{i}]")]
+    return []
+
+
+def check_result(tool: str, answer: dict[str, Any]) -> None:
+    """Every 200 the API tests see is its catalogue response model, exactly: the model's types
+    hold and it declares every field (so docs/openapi.json types what the hub really answers)."""
+    from relaynet import catalogue
+
+    entry = catalogue.TOOLS.get(tool) or catalogue.ENDPOINTS[tool]
+    result = entry.response_model.model_validate(answer)
+    extra = undeclared(result)
+    assert not extra, f"{tool} answered fields {entry.response} does not declare: {extra}"
 
 
 @pytest.fixture

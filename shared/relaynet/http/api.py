@@ -284,8 +284,8 @@ class ToolApp:
         missing = sorted(table.IDEMPOTENCY_ACTIONS - self.actions)
         if missing:  # checked on every call, keyed or not, so any test of the tool finds it
             raise table.UndeclaredAction(f"{self.tool.name} takes an Idempotency-Key but does not declare "
-                                         f"{missing}: add them to DYNAMODB_ACTIONS in functions/{self.tool.name}.py "
-                                         "and to its policy in template.yaml")
+                                         f"{missing}: add them to its actions in shared/relaynet/catalogue.py "
+                                         "and run `make generate`")
         key = self.app.current_event.headers.get("idempotency-key")
         if key is None:  # present but empty is a bad key (400), not "no key"
             return fn()
