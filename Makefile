@@ -50,11 +50,12 @@ chromium:
 test: setup-test chromium
 	$(BIN)/python -m pytest
 
-# The inner loop (README, "Tests"): the generated files, the domain on moto and the handlers
-# through API Gateway events (the race tests start one DynamoDB Local); no subprocess hub, no SAM CLI.
+# The inner loop (README, "Which tests when"): the generated files, the domain on moto and the
+# handlers through API Gateway events; the races on DynamoDB Local, the subprocess hubs and the
+# SAM CLI are left to `make test`.
 check: setup-test
 	$(BIN)/python -m pytest -p no:cacheprovider tests/test_generate.py tests/unit tests/api \
-		-m 'not fuzz and not e2e and not sam'
+		-m 'not fuzz and not e2e and not sam and not store'
 
 # schemathesis against docs/openapi.json on a local stack (loopback only), FUZZ_EXAMPLES examples
 # per operation and mode, at most FUZZ_SECONDS in all; figures in .relaynet/fuzz-report.json.

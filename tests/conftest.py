@@ -164,3 +164,11 @@ def moto_fast_transactions():
     finally:
         models.copy = saved
         models.DynamoDBBackend.transact_write_items = real
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests on DynamoDB Local (``server_table``, ``dynamodb_local``: the race tests) carry the
+    ``store`` marker, so `make check` can leave them to `make test` without a list to keep."""
+    for item in items:
+        if {"server_table", "dynamodb_local"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.store)

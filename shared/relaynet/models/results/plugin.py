@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from relaynet.models.results.common import Channel, Entity, Envelope, Participant, Result, Task
+from relaynet.models.results.common import Address, Channel, Entity, Envelope, Participant, Result, Task
 
 
 class DelegateResult(Result):
@@ -80,13 +80,24 @@ class ChannelsResult(Result):
 
 
 class TasksResult(Result):
-    """tasks: one ``task`` (progress, complete, status, wait, cancel; ``done`` for wait) or
-    ``tasks`` (+ ``nextCursor``) for list."""
+    """tasks: one ``task`` (progress, complete, status, cancel), ``tasks`` (+ ``nextCursor``) for
+    list; ``wait`` answers ``done`` and, once the task is terminal, its summary's fields beside it
+    (``id``, ``title``, ``state``, ``creator``, ``target``, ``assignee``, ``resource``,
+    ``createdAt``, ``updatedAt``)."""
 
     task: Task | None = None
     tasks: list[Task] | None = None
     nextCursor: str | None = None
     done: bool | None = None
+    id: str | None = None
+    title: str | None = None
+    state: str | None = None
+    creator: Address | None = None
+    target: Address | None = None
+    assignee: str | None = None
+    resource: str | None = None
+    createdAt: str | None = None
+    updatedAt: str | None = None
 
 
 class SearchHit(Entity):
