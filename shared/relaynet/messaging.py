@@ -42,12 +42,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import random
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from relaynet import clock, events, ids, limits
+from aws_lambda_powertools import Logger
+
+from relaynet import clock, events, ids, limits, observability
 from relaynet.errors import Conflict, NotFound, PermissionDenied, RateLimited, RelaynetError
 from relaynet.identity import Principal, current_request_key
 from relaynet.resources import normalise as normalise_resource
@@ -57,7 +58,7 @@ from relaynet.store import table as t
 if TYPE_CHECKING:  # annotations only: the sweep loads no pydantic models
     from relaynet.models.worker import AskRequest, ReplyRequest
 
-logger = logging.getLogger("relaynet.messaging")
+logger = Logger(child=True)  # relaynet.observability.logger's child: "<service>.messaging"
 
 INBOX_LIMIT = 100
 INLINE_MAX_BYTES = 1024  # a mailbox entry up to this size carries the message; a larger one points at the thread
@@ -237,6 +238,8 @@ def deliver(net: str, msg: dict[str, Any], mailboxes: list[dict[str, str]], thre
         if record_key and len(exc.reasons) == len(actions) and exc.reasons[-1] == "ConditionalCheckFailed":
             raise _AlreadySent() from None
         raise
+    if chunks:
+        observability.count("DeliveryChunks", len(chunks))
     _write_chunks(msg, chunks, record_key, done=set(), total=len(entries))
 
 
@@ -264,6 +267,7 @@ def _write_chunks(msg: dict[str, Any], chunks: list[list[dict[str, Any]]], recor
                 failure = exc
             if attempt == _CHUNK_ATTEMPTS - 1:
                 logger.error("message %s: chunk %d of %d not written: %s", msg["id"], index + 1, len(chunks), failure)
+                observability.count("DeliveryChunkFailed")
                 note = f"message {msg['id']} is stored in thread {msg['threadId']} and in {written} of {total} mailboxes"
                 if record_key:
                     raise RateLimited(note + "; retry with the same Idempotency-Key to deliver the rest",
