@@ -153,3 +153,64 @@ def test_tracing_disabled_in_lambda_imports_no_xray_sdk_either():
     out = subprocess.run([sys.executable, "-c", _IMPORTS.format(functions=str(ROOT / "functions"))],
                          env=env, capture_output=True, text=True, timeout=60, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_tracing_on_without_the_tracer_extra_fails_at_start_naming_the_fix():
+    """In Lambda with tracing on, a layer built without aws-lambda-powertools[tracer] must fail the
+    cold start with what to do, not every store call with an ImportError. (The SDK is made
+    unimportable in the child process, as in a layer without the extra.)"""
+    env = {k: v for k, v in os.environ.items() if k != "POWERTOOLS_TRACE_DISABLED"}
+    env["AWS_LAMBDA_FUNCTION_NAME"] = "NetworkClaimFunction"
+    proc = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT / 'functions')!r}); "
+                           "sys.modules['aws_xray_sdk'] = None; import network_claim"], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "aws-lambda-powertools[tracer]" in proc.stderr and "POWERTOOLS_TRACE_DISABLED=true" in proc.stderr
+
+
+_TRACED_PROBE = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from aws_xray_sdk.core import xray_recorder
+
+sent = []
+
+class Recorder:
+    # an X-Ray emitter that keeps what it would send to the daemon
+    def send_entity(self, entity):
+        sent.append(json.loads(entity.serialize()))
+    def set_daemon_address(self, address):
+        pass
+    @property
+    def ip(self): return "127.0.0.1"
+    @property
+    def port(self): return 2000
+
+from relaynet import observability
+tracer = observability.tracer()
+assert tracer is not None
+xray_recorder.configure(emitter=Recorder())
+import boto3
+from moto import mock_aws
+from relaynet.store import table
+from relaynet_local.template import create_table
+with mock_aws():
+    create_table(boto3.client("dynamodb"), sys.argv[2], "relaynet-test")
+    table.put({"PK": "A", "SK": "B", "x": 1})
+    assert table.get("A", "B")["x"] == 1
+print(json.dumps(sorted({e.get("name") for e in sent})))
+"""
+
+
+def test_with_tracing_on_each_store_call_is_a_subsegment(tmp_path):
+    """In Lambda with tracing on (the X-Ray SDK's emitter option keeps what the daemon would get,
+    the table is moto's): ``## store.put`` and ``## store.get`` around the patched DynamoDB calls."""
+    script = tmp_path / "probe.py"
+    script.write_text(_TRACED_PROBE)
+    env = {k: v for k, v in os.environ.items() if k not in ("POWERTOOLS_TRACE_DISABLED", "AWS_ENDPOINT_URL_DYNAMODB")}
+    env.update(AWS_LAMBDA_FUNCTION_NAME="NetworkClaimFunction", LAMBDA_TASK_ROOT=str(tmp_path),
+               _X_AMZN_TRACE_ID="Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
+    out = subprocess.run([sys.executable, str(script), str(ROOT / "functions"), str(ROOT / "template.yaml")],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    names = json.loads(out.stdout.strip().splitlines()[-1])
+    assert {"## store.put", "## store.get", "dynamodb"} <= set(names)
