@@ -255,11 +255,13 @@ class ToolApp:
         self.app = make_resolver()
         self._idempotency = None
         settings()  # a bad setting fails the container's start, naming the variable (relaynet.config)
+
         def resolve(event: dict[str, Any], context: Any) -> dict[str, Any]:
             return self.app.resolve(event, context)
 
-        inner = refresh_presence(resolve, tool=self)  # middlewares wrap functions, not bound methods
-        self._entry = observability.instrument(authenticate(check_body(inner), tool=self), name=self.tool.name, tool=True)
+        # The middlewares (module docstring), innermost first; they wrap functions, not bound methods.
+        steps = authenticate(check_body(refresh_presence(resolve, tool=self)), tool=self)
+        self._entry = observability.instrument(steps, name=self.tool.name, tool=True)
 
     def route(self, func: Callable) -> Callable:
         """Register ``func`` as ``POST /v1/tools/<name>`` (operationId = the tool name), or as an
