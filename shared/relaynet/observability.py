@@ -70,12 +70,14 @@ def count(name: str, value: float = 1, **metadata: Any) -> None:
     """Add ``value`` to the Count metric ``name`` of this invocation (flushed by ``log_metrics``).
 
     ``metadata`` goes into the EMF record (searchable in Logs Insights, not a dimension). A no-op
-    when metrics are disabled (``POWERTOOLS_METRICS_DISABLED``).
+    when metrics are disabled (``POWERTOOLS_METRICS_DISABLED``) and outside an entry point made
+    by :func:`instrument` (the admin CLI, a script, a domain test): nothing would flush the
+    metric there, and powertools prints its set to stdout once 100 values pile up.
     """
-    if not settings().metrics:
-        return
     entry = _entry.get()
-    if entry is not None and metrics.provider.dimension_set.get("function") != entry:
+    if entry is None or not settings().metrics:
+        return
+    if metrics.provider.dimension_set.get("function") != entry:
         metrics.add_dimension(name="function", value=entry)
     metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
     for key, item in metadata.items():

@@ -214,3 +214,16 @@ def test_with_tracing_on_each_store_call_is_a_subsegment(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     names = json.loads(out.stdout.strip().splitlines()[-1])
     assert {"## store.put", "## store.get", "dynamodb"} <= set(names)
+
+
+def test_outside_a_lambda_entry_point_nothing_is_counted(demo):
+    """The admin CLI or a script calling the domain has no log_metrics to flush a metric, so none
+    is kept (powertools would print its set to stdout once 100 values piled up)."""
+    from relaynet import claims, observability
+    from relaynet.errors import ClaimConflict
+    from relaynet.models.worker import ClaimRequest
+
+    claims.claim(demo.principals["coder0"], ClaimRequest(scope="lib/**"))
+    with pytest.raises(ClaimConflict):
+        claims.claim(demo.principals["coder1"], ClaimRequest(scope="lib/x.py"))
+    assert "ClaimConflict" not in observability.metrics.metric_set
