@@ -115,6 +115,9 @@ def log_request(handler: Callable[..., dict[str, Any]], event: dict[str, Any], c
     logger.thread_safe_clear_keys()
     bind(tool=tool, correlation_id=correlation_id(event),
          function_request_id=getattr(context, "aws_request_id", None))
+    active = tracer()
+    if active is not None:  # X-Ray's console filters traces by annotation: annotation.tool = "network_claim"
+        active.put_annotation(key="tool", value=tool)
     status = 500
     try:
         response = handler(event, context)

@@ -197,23 +197,37 @@ with mock_aws():
     create_table(boto3.client("dynamodb"), sys.argv[2], "relaynet-test")
     table.put({"PK": "A", "SK": "B", "x": 1})
     assert table.get("A", "B")["x"] == 1
-print(json.dumps(sorted({e.get("name") for e in sent})))
+    # a whole tool call, traced: the handler's subsegment carries the tool annotation
+    from relaynet import admin, identity
+    from relaynet_local.events import http_event
+    from relaynet_local.lambdas import LambdaContext
+    tokens = admin.apply_spec(open(sys.argv[3]).read())
+    token = tokens["networks"]["demo"]["instances"]["coder"][0]["token"]
+    import network_whoami
+    event = http_event("POST", "/v1/tools/network_whoami", route_key="POST /v1/tools/network_whoami",
+                       body="{}", authorizer_context=identity.authorize(token).context())
+    assert network_whoami.handler(event, LambdaContext("NetworkWhoamiFunction", 29.0, 512))["statusCode"] == 200
+tools = sorted({(e.get("annotations") or {}).get("tool") for e in sent} - {None})
+print(json.dumps({"names": sorted({e.get("name") for e in sent}), "tools": tools}))
 """
 
 
 def test_with_tracing_on_each_store_call_is_a_subsegment(tmp_path):
     """In Lambda with tracing on (the X-Ray SDK's emitter option keeps what the daemon would get,
-    the table is moto's): ``## store.put`` and ``## store.get`` around the patched DynamoDB calls."""
+    the table is moto's): ``## store.put`` and ``## store.get`` around the patched DynamoDB calls,
+    and a whole tool call answers 200 with its subsegment annotated ``tool``."""
     script = tmp_path / "probe.py"
     script.write_text(_TRACED_PROBE)
     env = {k: v for k, v in os.environ.items() if k not in ("POWERTOOLS_TRACE_DISABLED", "AWS_ENDPOINT_URL_DYNAMODB")}
     env.update(AWS_LAMBDA_FUNCTION_NAME="NetworkClaimFunction", LAMBDA_TASK_ROOT=str(tmp_path),
                _X_AMZN_TRACE_ID="Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
-    out = subprocess.run([sys.executable, str(script), str(ROOT / "functions"), str(ROOT / "template.yaml")],
+    out = subprocess.run([sys.executable, str(script), str(ROOT / "functions"), str(ROOT / "template.yaml"),
+                          str(ROOT / "examples" / "demo-network.yaml")],
                          env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]
-    names = json.loads(out.stdout.strip().splitlines()[-1])
-    assert {"## store.put", "## store.get", "dynamodb"} <= set(names)
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert {"## store.put", "## store.get", "dynamodb"} <= set(seen["names"])
+    assert seen["tools"] == ["network_whoami"], "the traced tool call is annotated with its tool"
 
 
 def test_outside_a_lambda_entry_point_nothing_is_counted(demo):
