@@ -4,14 +4,13 @@ and a failed attempt is left to the scheduled push-retry function, so no record 
 receiver. A record whose processing raises (a DynamoDB error) is reported with powertools'
 batch utility as a partial-batch failure and retried by Lambda, then sent to the DLQ."""
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
-from relaynet import push
+from relaynet import observability, push
+from relaynet.observability import logger
 from relaynet.store import table
 
-logger = Logger(service="relaynet")
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these):
@@ -28,6 +27,8 @@ def record_handler(record: DynamoDBRecord) -> None:
         logger.info("webhook deliveries", extra={"outcomes": outcomes})
 
 
-@table.declares(DYNAMODB_ACTIONS, "notifier")
-def handler(event, context):
+def run(event, context):
     return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+
+
+handler = table.declares(DYNAMODB_ACTIONS, "notifier")(observability.instrument(run, name="notifier"))

@@ -1,12 +1,9 @@
 """Scheduled: retry the webhook deliveries that are due (relaynet.push.retry_due), with
 exponential backoff for up to RELAYNET_PUSH_RETRY_WINDOW_SECONDS, then mark them failed."""
 
-from aws_lambda_powertools import Logger
-
-from relaynet import push
+from relaynet import observability, push
+from relaynet.observability import logger
 from relaynet.store import table
-
-logger = Logger(service="relaynet")
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these):
 # Query the due deliveries and the directory; UpdateItem the lease and the push status; PutItem
@@ -14,9 +11,14 @@ logger = Logger(service="relaynet")
 DYNAMODB_ACTIONS = ("Query", "UpdateItem", "PutItem", "DeleteItem")
 
 
-@table.declares(DYNAMODB_ACTIONS, "push_retry")
-def handler(event, context):
+def run(event, context):
+    """Retry what is due; the outcomes are logged (when any was due) and counted as EMF metrics
+    ``PushRetry<Outcome>``."""
     stats = push.retry_due()
+    observability.count_outcomes("PushRetry", stats)
     if stats["due"]:
         logger.info("push retries", extra=stats)
     return stats
+
+
+handler = table.declares(DYNAMODB_ACTIONS, "push_retry")(observability.instrument(run, name="push_retry"))

@@ -12,6 +12,8 @@ What it does, in the order :meth:`LocalStack.start` does it:
    ``RELAYNET_STORE`` (which store: ``/v1/health`` reports it), the template's
    ``Globals.Function.Environment`` (parameter defaults; variables already set in the
    environment win), and ``POWERTOOLS_TRACE_DISABLED``/``POWERTOOLS_METRICS_DISABLED`` unless set.
+   Before any of this, the settings those variables make are validated
+   (:class:`relaynet.config.SettingsError`, naming the variable, and nothing starts).
    :meth:`LocalStack.stop` restores the previous values.
 4. Creates the table from the template if it does not exist (on DynamoDB Local it survives
    restarts), then, with ``preload``, imports every handler (one warm container each).
@@ -359,6 +361,7 @@ class LocalStack:
     def start(self) -> "LocalStack":
         """Bring everything up (see the module docstring); returns ``self``."""
         self._stopping.clear()
+        self._check_settings()
         try:
             if self.store_kind == "dynamodb-local":
                 self._store = DynamoDBLocal(self.data_dir, on_restart=lambda _: self._write_state()).start()
@@ -500,6 +503,14 @@ class LocalStack:
             if name not in forced:
                 defaults.setdefault(name, value)
         return forced, defaults
+
+    def _check_settings(self) -> None:
+        """Fail before anything starts when the environment the handlers would see holds a bad
+        setting (relaynet.config.SettingsError, naming the variable)."""
+        from relaynet.config import Settings
+
+        forced, defaults = self._environment()
+        Settings.from_environ({**defaults, **os.environ, **forced})
 
     def _set_environment(self) -> None:
         forced, defaults = self._environment()

@@ -65,7 +65,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from relaynet import clock, events, globs, ids
+from relaynet import clock, events, globs, ids, observability
 from relaynet.errors import ClaimConflict, Conflict, InvalidArgument, NotFound, PermissionDenied
 from relaynet.identity import Principal
 from relaynet.models.worker import ClaimRequest, ReleaseRequest
@@ -224,6 +224,7 @@ def claim(principal: Principal, req: ClaimRequest) -> dict[str, Any]:
         rivals = _overlapping(snap.active, req.scopeType, scope, resource_id)
         conflicts = [c for c in rivals if c["holder"].get("instanceId") != me]
         if conflicts:
+            observability.count("ClaimConflict")
             raise ClaimConflict([{key: v for key, v in view(c).items() if key in ("claimId", "scope", "holder", "expiresAt")}
                                  for c in conflicts])
         mine = next((c for c in snap.active if c["holder"].get("instanceId") == me and c["scope"] == scope

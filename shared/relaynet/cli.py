@@ -56,6 +56,7 @@ def _admin(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from relaynet.config import SettingsError
     from relaynet_local.store_setup import StoreSetupError
     from relaynet_local.server import serve
 
@@ -66,6 +67,9 @@ def _serve(args: argparse.Namespace) -> int:
               data_dir=args.data_dir)
     except StoreSetupError as exc:
         print(f"relaynet: the store cannot start: {exc}", file=sys.stderr)
+        return 2
+    except SettingsError as exc:
+        print(f"relaynet: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"relaynet: cannot serve on {args.host}:{args.port}: {exc.strerror or exc} "

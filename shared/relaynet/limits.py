@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
+from relaynet import observability
 from relaynet.config import settings
 from relaynet.errors import RateLimited
 from relaynet.store import mailboxes as mail_store
@@ -30,6 +31,7 @@ def check_fanout(recipients: int) -> None:
     """RateLimited when one message would go to more than ``RELAYNET_MAX_FANOUT`` mailboxes."""
     cap = settings().max_fanout
     if recipients > cap:
+        observability.count("RateLimited", rate_limit="fanout")
         raise RateLimited(f"this message would reach {recipients} mailboxes; at most {cap} per message",
                           {"recipients": recipients, "max": cap}, headers={"Retry-After": str(RETRY_FANOUT_S)})
 
@@ -54,6 +56,7 @@ def check_mailboxes(net: str, mailboxes: list[dict[str, str]]) -> None:
     for box, n in zip(mailboxes, counts):
         if n >= cap:
             who = box.get("agent") or box.get("instanceId")
+            observability.count("RateLimited", rate_limit="mailbox_cap")
             raise RateLimited(f"the mailbox of {who} holds {cap} undelivered messages; retry once it has read some",
                               {"mailbox": {"instanceId": box["instanceId"]} if "instanceId" in box else {"agent": box["agent"]},
                                "cap": cap}, headers={"Retry-After": str(RETRY_FULL_MAILBOX_S)})

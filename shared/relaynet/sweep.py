@@ -25,11 +25,11 @@ never offer one task twice: the loser of each race skips that task (``lost_races
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from typing import Any
 
+from aws_lambda_powertools import Logger
 from botocore.exceptions import ClientError
 
 from relaynet import clock, routing
@@ -39,7 +39,7 @@ from relaynet.store import keys as k
 from relaynet.store import table as t
 from relaynet.tasks import Before, expire_offer, instance_update, offer_actions, park, save
 
-log = logging.getLogger(__name__)
+log = Logger(child=True)  # relaynet.observability.logger's child: "<service>.sweep"
 
 TIME_BUDGET_S = 40.0  # the function's Timeout is 60 s; what is left waits for the next run
 MARKER_GRACE_MS = 60_000  # an empty group's marker is deleted only when nobody parked in it lately

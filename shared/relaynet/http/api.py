@@ -10,6 +10,15 @@ declaration fails (500, logged) in every test instead of with AccessDenied in AW
 Check order (PROTOCOL.md 2): authentication (401, before anything else), body size (413),
 arguments (400, powertools validation against the pydantic model), then the domain's existence
 (404), permission (403) and state (409) checks.
+
+The steps before the resolver are powertools middlewares (``lambda_handler_decorator``), composed
+by :meth:`ToolApp.handler`, outermost first: the DynamoDB declaration; the observability of
+:func:`relaynet.observability.instrument` (``inject_lambda_context`` with the HTTP API correlation
+id, ``log_metrics``, the tracer when on, the one ``"request"`` log line); :func:`authenticate`
+(401, the caller in the resolver's context and in the log keys); :func:`check_body` (413/400);
+:func:`refresh_presence` (the caller's ``lastSeenAt``, worker and plugin surfaces); then the
+resolver (validation, the route, the error mapping). They must run before the resolver's
+validation, which is why they are not ``app.use`` middlewares (those run after it).
 """
 
 from __future__ import annotations
@@ -19,18 +28,19 @@ import json
 import typing
 from typing import Any, Callable, Iterable
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.middleware_factory import lambda_handler_decorator
 
-from relaynet import catalogue
+from relaynet import catalogue, observability
+from relaynet.config import settings
 from relaynet.errors import InvalidArgument, PayloadTooLarge, PermissionDenied, RelaynetError
 from relaynet.identity import Principal, touch
+from relaynet.observability import logger
 from relaynet.store import table
 
 MAX_BODY_BYTES = 64 * 1024
-logger = Logger(service="relaynet")
 
 
 def error_response(exc: RelaynetError) -> dict[str, Any]:
@@ -244,6 +254,14 @@ class ToolApp:
         self.actions = table.check_actions(actions)
         self.app = make_resolver()
         self._idempotency = None
+        settings()  # a bad setting fails the container's start, naming the variable (relaynet.config)
+
+        def resolve(event: dict[str, Any], context: Any) -> dict[str, Any]:
+            return self.app.resolve(event, context)
+
+        # The middlewares (module docstring), innermost first; they wrap functions, not bound methods.
+        steps = authenticate(check_body(refresh_presence(resolve, tool=self)), tool=self)
+        self._entry = observability.instrument(steps, name=self.tool.name, tool=True)
 
     def route(self, func: Callable) -> Callable:
         """Register ``func`` as ``POST /v1/tools/<name>`` (operationId = the tool name), or as an
@@ -297,22 +315,47 @@ class ToolApp:
     def handler(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         """The Lambda entry point (runs inside the tool's DynamoDB declaration)."""
         with table.declared(self.actions, self.tool.name):
-            return self._handle(event, context)
+            return self._entry(event, context)
 
-    def _handle(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+
+@lambda_handler_decorator
+def authenticate(handler: Callable[..., dict[str, Any]], event: dict[str, Any], context: Any, *,
+                 tool: ToolApp) -> dict[str, Any]:
+    """401 unless the authorizer resolved a principal (PROTOCOL.md 2: before anything else);
+    otherwise the principal goes in the resolver's context (:meth:`ToolApp.caller`) and
+    ``network``, ``caller`` and ``agent`` in the request's log keys."""
+    try:
+        principal = Principal.from_context(authorizer_context(event))
+    except RelaynetError as exc:
+        return error_response(exc)
+    observability.bind(network=principal.network_id, agent=principal.agent,
+                       caller=principal.instance_id if principal.kind == "instance" else f"rep:{principal.rep}")
+    tool.app.append_context(principal=principal)
+    return handler(event, context)
+
+
+@lambda_handler_decorator
+def check_body(handler: Callable[..., dict[str, Any]], event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """413 / 400 for a body the protocol refuses (:func:`_prepare`); the handler gets it normalised."""
+    try:
+        event = _prepare(event)
+    except RelaynetError as exc:
+        return error_response(exc)
+    return handler(event, context)
+
+
+@lambda_handler_decorator
+def refresh_presence(handler: Callable[..., dict[str, Any]], event: dict[str, Any], context: Any, *,
+                     tool: ToolApp) -> dict[str, Any]:
+    """Refresh the calling instance's presence (identity.touch) on the worker and plugin surfaces
+    (presence is an instance's; control calls leave it alone). Best effort: a failure is logged,
+    never answered, except an undeclared action (a bug in the declaration: 500)."""
+    if tool.tool.surface != "control":
         try:
-            principal = Principal.from_context(authorizer_context(event))
-            event = _prepare(event)
-        except RelaynetError as exc:
-            return error_response(exc)
-        self.app.append_context(principal=principal)
-        if self.tool.surface == "control":  # presence is an instance's, on its own surfaces only
-            return self.app.resolve(event, context)
-        try:
-            touch(principal)
+            touch(tool.app.context["principal"])
         except table.UndeclaredAction:  # a bug in the declaration, not a transient failure
             logger.exception("presence refresh is not declared")
             return error_response(RelaynetError("internal error"))
         except Exception:  # presence is best effort; never fail a call for it
             logger.exception("presence refresh failed")
-        return self.app.resolve(event, context)
+    return handler(event, context)

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import random
 import time
 from typing import Any, Iterable
 
+from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field
 
-from relaynet import clock
+from relaynet import clock, observability
 from relaynet.store import keys as k
 from relaynet.store import table as t
 
-logger = logging.getLogger("relaynet.store.mailboxes")
+logger = Logger(child=True)  # relaynet.observability.logger's child: "<service>.mailboxes"
 
 INLINE_MAX_BYTES = 1024  # a mailbox entry up to this size carries the message; a larger one points at the thread
 SEND_RECORD_SECONDS = 3600  # as long as an Idempotency-Key is honoured (PROTOCOL.md 2)
@@ -237,6 +237,8 @@ def deliver(net: str, msg: dict[str, Any], mailboxes: list[dict[str, str]], thre
         if record_key and len(exc.reasons) == len(actions) and exc.reasons[-1] == "ConditionalCheckFailed":
             raise AlreadySent() from None
         raise
+    if chunks:
+        observability.count("DeliveryChunks", len(chunks))
     write_chunks(msg, chunks, record_key, done=set(), total=len(entries))
 
 
@@ -265,6 +267,7 @@ def write_chunks(msg: dict[str, Any], chunks: list[list[dict[str, Any]]], record
                 failure = exc
             if attempt == CHUNK_ATTEMPTS - 1:
                 logger.error("message %s: chunk %d of %d not written: %s", msg["id"], index + 1, len(chunks), failure)
+                observability.count("DeliveryChunkFailed")
                 raise ChunkFailed(msg, written, total, failure) from None
             time.sleep(random.uniform(0, 0.05 * (2 ** attempt)))
         written += len(chunk)

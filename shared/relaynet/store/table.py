@@ -13,6 +13,11 @@ of the entry point currently running, and one that needs an undeclared action ra
 :class:`UndeclaredAction` before anything is sent, so an under-declared handler fails its tests
 instead of failing in AWS with AccessDenied. Outside any declaration (the admin CLI, domain
 tests) nothing is restricted.
+
+Observability: each primitive is an X-Ray subsegment ``## store.<name>`` when tracing is on
+(relaynet.observability.traced; off, nothing of the tracer is imported), and a cancelled
+transaction is counted (EMF ``TransactionCancelled``, and ``TransactionConflict`` when another
+transaction was in flight on its items).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from relaynet import observability
 from relaynet.config import settings
 
 _ser = TypeSerializer()
@@ -231,12 +237,14 @@ def key(pk: str, sk: str) -> dict[str, Any]:
     return {"PK": {"S": pk}, "SK": {"S": sk}}
 
 
+@observability.traced
 def get(pk: str, sk: str, consistent: bool = True) -> dict[str, Any] | None:
     """One item by primary key, or None."""
     resp = client().get_item(TableName=table_name(), Key=key(pk, sk), ConsistentRead=consistent)
     return decode(resp.get("Item"))
 
 
+@observability.traced
 def batch_get(keys: Iterable[tuple[str, str]], consistent: bool = True) -> dict[tuple[str, str], dict[str, Any]]:
     """Up to 100 items by primary key in one request (unprocessed keys are retried).
 
@@ -255,6 +263,7 @@ def batch_get(keys: Iterable[tuple[str, str]], consistent: bool = True) -> dict[
     return out
 
 
+@observability.traced
 def query(
     pk: str,
     *,
@@ -365,6 +374,7 @@ def _query_kwargs(pk: str, *, sk_prefix: str | None, sk_gt: str | None, sk_lt: s
     return kwargs
 
 
+@observability.traced
 def count(pk: str, *, sk_prefix: str | None = None, limit: int, consistent: bool = False) -> int:
     """How many items of one partition (whose sort key starts with ``sk_prefix``) exist, counting
     at most ``limit`` (a Query with ``Select=COUNT`` that stops there: it reads at most ``limit``
@@ -402,6 +412,7 @@ def _pages(kwargs: dict[str, Any], limit: int | None) -> Iterator[dict[str, Any]
         kwargs["ExclusiveStartKey"] = lek
 
 
+@observability.traced
 def put(item: dict[str, Any], condition: str | None = None, /, **cond_values: Any) -> bool:
     """Put an item; with ``condition``, a conditional write. Returns False if the condition failed."""
     kwargs: dict[str, Any] = {"TableName": table_name(), "Item": encode(item)}
@@ -418,6 +429,7 @@ def put(item: dict[str, Any], condition: str | None = None, /, **cond_values: An
         raise
 
 
+@observability.traced
 def update(
     pk: str,
     sk: str,
@@ -456,6 +468,7 @@ class TransactionCancelled(Exception):
         self.reasons = reasons
 
 
+@observability.traced
 def delete_if(pk: str, sk: str, condition: str, /, names: dict[str, str] | None = None, **vals: Any) -> bool:
     """A conditional DeleteItem. Returns False when the item is absent or the condition failed."""
     kwargs: dict[str, Any] = {"TableName": table_name(), "Key": key(pk, sk),
@@ -510,6 +523,7 @@ def _cond(action: dict[str, Any], condition: str | None, names: dict[str, str] |
         action["ExpressionAttributeValues"] = values(**vals)
 
 
+@observability.traced
 def transact(actions: list[dict[str, Any]], token: str | None = None) -> None:
     """One TransactWriteItems (at most 100 actions): all or nothing.
 
@@ -530,4 +544,9 @@ def transact(actions: list[dict[str, Any]], token: str | None = None) -> None:
             (r.get("Code") if r.get("Code") not in (None, "None") else None)
             for r in exc.response.get("CancellationReasons", [])
         ]
+        # Every caller either retries (claims, channels, messaging) or answers a conflict: the
+        # one place that sees them all counts them (relaynet.observability.METRICS).
+        observability.count("TransactionCancelled")
+        if "TransactionConflict" in reasons:
+            observability.count("TransactionConflict")
         raise TransactionCancelled(reasons) from exc
