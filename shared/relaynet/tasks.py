@@ -7,7 +7,8 @@ working or blocked) and the messages it sends; so racing writers cannot both win
 holding version *v* holds the whole item.
 
 Where a task sits in GSI1 follows from the task itself (:func:`_item`): ``offered`` tasks are due
-at ``offerExpiresAt`` under ``ROUTE``; ``pending`` tasks are due at ``dueAt`` under ``ROUTE``, or,
+at ``offerExpiresAt`` under their routing shard (``ROUTE#<n>``, keys.route_pk); ``pending`` tasks
+are due at ``dueAt`` under it, or,
 when nobody is eligible for them, *parked* under their wait group (``wait`` = routing.wait_key).
 Parking first refreshes the group's marker (:func:`touch_marker`, a plain UpdateItem outside the
 task's transaction, so a burst of tasks parked in one group never conflicts on it); the sweep
@@ -67,9 +68,9 @@ def _item(task: dict[str, Any], now_ms: int) -> dict[str, Any]:
     if task["state"] == "pending" and task.get("wait"):
         item["GSI1PK"], item["GSI1SK"] = k.wait_pk(net, task["wait"]), k.wait_sk(int(task["parkedAt"]), task["id"])
     elif task["state"] == "pending":
-        item["GSI1PK"], item["GSI1SK"] = k.ROUTE, k.route_sk(int(task.get("dueAt", now_ms)), net, task["id"])
+        item["GSI1PK"], item["GSI1SK"] = k.route_pk(net, task["id"]), k.route_sk(int(task.get("dueAt", now_ms)), net, task["id"])
     elif task["state"] == "offered":
-        item["GSI1PK"], item["GSI1SK"] = k.ROUTE, k.route_sk(int(task["offerExpiresAt"]), net, task["id"])
+        item["GSI1PK"], item["GSI1SK"] = k.route_pk(net, task["id"]), k.route_sk(int(task["offerExpiresAt"]), net, task["id"])
     return item
 
 
@@ -84,7 +85,7 @@ def touch_marker(task: dict[str, Any], now_ms: int) -> None:
     t.update(*k.wait_marker(net, wait),
              "SET probe = :probe, networkId = :net, waitKey = :wk, GSI1PK = :gpk, GSI1SK = :gsk, "
              "lastParkedAt = :now ADD gen :one",
-             probe=routing.probe(task), net=net, wk=wait, gpk=k.WAITING, gsk=k.waiting_sk(net, wait),
+             probe=routing.probe(task), net=net, wk=wait, gpk=k.waiting_pk(net, wait), gsk=k.waiting_sk(net, wait),
              now=now_ms, one=1)
 
 
