@@ -31,7 +31,7 @@ from relaynet.messaging import instance_address, mailbox_entry, message_item, ne
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import keys as k
 from relaynet.store import table as t
-from relaynet.taskstate import HELD, REASON_REQUIRED, TERMINAL, allowed_from, decide
+from relaynet.taskstate import HELD, REASON_REQUIRED, TERMINAL, allowed_from, cap_history, decide
 
 if TYPE_CHECKING:  # annotations only: the sweep loads no pydantic models
     from relaynet.models.worker import DelegateRequest, TaskGetRequest, TaskUpdateRequest
@@ -112,13 +112,14 @@ def park(task: dict[str, Any], now_ms: int) -> None:
 
 
 def _step(task: dict[str, Any], state: str, actor: dict[str, Any], now_ms: int, reason: str | None = None) -> None:
-    """Move ``task`` (in memory) to ``state``, appending the history entry."""
+    """Move ``task`` (in memory) to ``state``, appending the history entry (capped: taskstate.cap_history)."""
     task["state"] = state
     task["updatedAt"] = clock.iso(now_ms)
     entry = {"state": state, "actor": actor, "at": clock.iso(now_ms)}
     if reason:
         entry["reason"] = reason
     task.setdefault("history", []).append(entry)
+    cap_history(task)
     if state != "pending":
         task.pop("wait", None)
         task.pop("parkedAt", None)
@@ -275,6 +276,8 @@ def view(task: dict[str, Any]) -> dict[str, Any]:
     if task.get("offerExpiresAt") and task["state"] == "offered":
         out["offerExpiresAt"] = clock.iso(int(task["offerExpiresAt"]))
     out["attempts"] = int(out.get("attempts") or 0)
+    if task.get("historyDropped"):
+        out["historyDropped"] = int(task["historyDropped"])
     return {key: value for key, value in out.items() if value is not None or key in ("assignee",)}
 
 
