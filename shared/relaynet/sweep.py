@@ -57,7 +57,7 @@ EMPTY_CHECK_MS = 600_000  # how often a group nobody is eligible for is checked 
 #: Threads of one run: shard Queries, directory loads and the networks' write jobs. Bounded so a
 #: run holds at most this many DynamoDB requests in flight (the client's pool holds 50).
 WORKERS = 8
-DUE_ROUNDS = 3  # rounds of redistributing the due phase's budget to shards that have more
+DUE_ROUNDS = 4  # rounds of redistributing the due phase's budget to shards that have more
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
