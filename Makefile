@@ -8,7 +8,7 @@ PORT ?= 8787
 
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup setup-test store chromium run test fuzz lint openapi cost build bench bench-store bench-scale screenshots clean
+.PHONY: setup setup-test store chromium run test fuzz lint openapi cost build bench bench-store bench-scale test-scale screenshots clean
 
 # What the hub needs and nothing more: the package and its runtime dependencies.
 $(STAMP): pyproject.toml
@@ -49,6 +49,10 @@ chromium:
 
 test: setup-test chromium
 	$(BIN)/python -m pytest
+
+# The long scale tests (pytest marker `scale`): one task re-offered 10,000 times on DynamoDB Local.
+test-scale: setup-test
+	$(BIN)/python -m pytest tests/unit/test_sweep_scale.py -m scale
 
 # schemathesis against docs/openapi.json on a local stack (loopback only), FUZZ_EXAMPLES examples
 # per operation and mode, at most FUZZ_SECONDS in all; figures in .relaynet/fuzz-report.json.
