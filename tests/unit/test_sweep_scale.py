@@ -215,3 +215,19 @@ def test_a_task_reoffered_10000_times_stays_a_bounded_item(server_table, cycles)
     got = tasks.get(net.principals["boss0"], w.TaskGetRequest(taskId=out["taskId"]), lambda *_: [])
     assert got["task"]["historyDropped"] == task["historyDropped"]
     assert len(got["task"]["history"]) == HISTORY_KEPT
+
+
+def test_history_with_long_reasons_is_capped_by_size_keeping_the_first_and_newest_entries():
+    from relaynet.taskstate import HISTORY_BYTES, cap_history
+
+    first = {"state": "pending", "actor": {"agent": "boss", "instanceId": "inst_1"}, "at": "2026-01-01T00:00:00Z"}
+    task = {"history": [first]}
+    for n in range(40):  # blocked / working with the longest reason a caller may give (8 KiB)
+        task["history"].append({"state": "blocked" if n % 2 else "working", "reason": f"{n:02d}" + "x" * 8190,
+                                "actor": {"agent": "worker", "instanceId": "inst_2"}, "at": "2026-01-01T00:00:01Z"})
+        cap_history(task)
+    kept = task["history"]
+    assert kept[0] == first and kept[-1]["reason"].startswith("39")
+    assert len(json.dumps(kept)) <= HISTORY_BYTES and len(kept) == 8  # the first and the newest 7
+    assert task["historyDropped"] == 41 - len(kept)
+    assert [h["reason"][:2] for h in kept[1:]] == [f"{n:02d}" for n in range(33, 40)]
