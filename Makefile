@@ -8,7 +8,7 @@ PORT ?= 8787
 
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: setup setup-test store chromium run test check generate fuzz lint openapi cost build bench bench-store screenshots clean
+.PHONY: setup setup-test store chromium run test check generate fuzz lint openapi cost build bench bench-store bench-scale test-scale screenshots clean
 
 # What the hub needs and nothing more: the package and its runtime dependencies.
 $(STAMP): pyproject.toml
@@ -57,6 +57,10 @@ check: setup-test
 	$(BIN)/python -m pytest -p no:cacheprovider tests/test_generate.py tests/unit tests/api \
 		-m 'not fuzz and not e2e and not sam and not store'
 
+# The long scale tests (pytest marker `scale`): one task re-offered 10,000 times on DynamoDB Local.
+test-scale: setup-test
+	$(BIN)/python -m pytest tests/unit/test_sweep_scale.py -m scale
+
 # schemathesis against docs/openapi.json on a local stack (loopback only), FUZZ_EXAMPLES examples
 # per operation and mode, at most FUZZ_SECONDS in all; figures in .relaynet/fuzz-report.json.
 FUZZ_EXAMPLES ?= 25
@@ -91,6 +95,11 @@ bench: $(TEST_STAMP)
 # The local hub under a team's load, on DynamoDB Local and on the memory store (a few minutes).
 bench-store: setup-test
 	$(BIN)/python benchmarks/bench_local_store.py
+
+# The scale simulation (issue 16) on a DynamoDB Local of its own: 1,000 networks x 10 instances,
+# the sweep from 1,000 to 100,000 pending tasks, the busiest routing partition (a few minutes).
+bench-scale: setup
+	$(BIN)/python benchmarks/bench_scale.py
 
 # docs/ui-desktop.png, docs/ui-phone.png, docs/ui-phone-tasks.png (the README's pictures of the operator page).
 screenshots: setup-test chromium

@@ -59,6 +59,15 @@ from relaynet.store import table as t  # noqa: E402
 
 TEMPLATE = ROOT / "template.yaml"
 LEGACY = not hasattr(k, "wait_pk")
+
+
+def route_pk(net: str, task_id: str) -> str:
+    """The task's routing partition in the code measured (one ``ROUTE`` before the shards)."""
+    return k.route_pk(net, task_id) if hasattr(k, "route_pk") else k.ROUTE
+
+
+def waiting_pk(net: str, wait: str) -> str:
+    return k.waiting_pk(net, wait) if hasattr(k, "waiting_pk") else k.WAITING
 OBJECTIVE = ("Add a /health endpoint to the API service that answers 200 with the build version, "
              "wire it into the load balancer's health check, and cover it with a test. " * 2)
 
@@ -146,13 +155,13 @@ def seed_tasks(net: str, creator: dict[str, Any], agent: str, n: int, parked: bo
         pk, sk = k.task(net, task_id)
         item = {**task, "PK": pk, "SK": sk, "GSI2PK": k.tasks_index(net), "GSI2SK": task_id}
         if parked and LEGACY:  # the sweep before wait groups: every pending task sits in the due range
-            item.update(dueAt=start_ms + i, GSI1PK=k.ROUTE, GSI1SK=k.route_sk(start_ms + i, net, task_id))
+            item.update(dueAt=start_ms + i, GSI1PK=route_pk(net, task_id), GSI1SK=k.route_sk(start_ms + i, net, task_id))
         elif parked:
             wait = routing.wait_key(task)
             item.update(wait=wait, parkedAt=start_ms + i, GSI1PK=k.wait_pk(net, wait),
                         GSI1SK=k.wait_sk(start_ms + i, task_id))
         else:
-            item.update(dueAt=start_ms + i, GSI1PK=k.ROUTE, GSI1SK=k.route_sk(start_ms + i, net, task_id))
+            item.update(dueAt=start_ms + i, GSI1PK=route_pk(net, task_id), GSI1SK=k.route_sk(start_ms + i, net, task_id))
         tpk, tsk = k.thread(net, thread_id)
         items += [item, {"PK": tpk, "SK": tsk, "id": thread_id, "subject": task["title"], "participants": {"boss"},
                          "taskId": task_id, "createdAt": at, "version": 0, "lastPoster": "boss"}]
@@ -160,7 +169,7 @@ def seed_tasks(net: str, creator: dict[str, Any], agent: str, n: int, parked: bo
         mpk, msk = k.wait_marker(net, wait)
         probe_task = {"target": {"agent": agent}, "creator": creator}
         items.append({"PK": mpk, "SK": msk, "probe": routing.probe(probe_task), "networkId": net, "waitKey": wait,
-                      "GSI1PK": k.WAITING, "GSI1SK": k.waiting_sk(net, wait), "lastParkedAt": start_ms + n,
+                      "GSI1PK": waiting_pk(net, wait), "GSI1SK": k.waiting_sk(net, wait), "lastParkedAt": start_ms + n,
                       "gen": n})
     batch_write(items)
 

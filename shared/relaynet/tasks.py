@@ -7,7 +7,8 @@ working or blocked) and the messages it sends; so racing writers cannot both win
 holding version *v* holds the whole item.
 
 Where a task sits in GSI1 follows from the task itself (relaynet.store.tasks.item): ``offered`` tasks
-are due at ``offerExpiresAt``; ``pending`` tasks are due at ``dueAt``, or,
+are due at ``offerExpiresAt`` under their routing shard (``ROUTE#<n>``, keys.route_pk); ``pending``
+tasks are due at ``dueAt`` under it, or,
 when nobody is eligible for them, *parked* under their wait group (``wait`` = routing.wait_key).
 Parking first refreshes the group's marker (:func:`touch_marker`, a plain UpdateItem outside the
 task's transaction, so a burst of tasks parked in one group never conflicts on it); the sweep
@@ -34,7 +35,7 @@ from relaynet.store import mailboxes as mail_store
 from relaynet.store import tasks as store
 from relaynet.store.mailboxes import Thread
 from relaynet.store.tasks import Before
-from relaynet.taskstate import HELD, REASON_REQUIRED, TERMINAL, allowed_from, decide
+from relaynet.taskstate import HELD, REASON_REQUIRED, TERMINAL, allowed_from, cap_history, decide
 
 if TYPE_CHECKING:
     from relaynet.models.worker import DelegateRequest, TaskGetRequest
@@ -74,13 +75,14 @@ def park(task: dict[str, Any], now_ms: int) -> None:
 
 
 def _step(task: dict[str, Any], state: str, actor: dict[str, Any], now_ms: int, reason: str | None = None) -> None:
-    """Move ``task`` (in memory) to ``state``, appending the history entry."""
+    """Move ``task`` (in memory) to ``state``, appending the history entry (capped: taskstate.cap_history)."""
     task["state"] = state
     task["updatedAt"] = clock.iso(now_ms)
     entry = {"state": state, "actor": actor, "at": clock.iso(now_ms)}
     if reason:
         entry["reason"] = reason
     task.setdefault("history", []).append(entry)
+    cap_history(task)
     if state != "pending":
         task.pop("wait", None)
         task.pop("parkedAt", None)
@@ -227,6 +229,8 @@ def view(task: dict[str, Any]) -> dict[str, Any]:
     if task.get("offerExpiresAt") and task["state"] == "offered":
         out["offerExpiresAt"] = clock.iso(int(task["offerExpiresAt"]))
     out["attempts"] = int(out.get("attempts") or 0)
+    if task.get("historyDropped"):
+        out["historyDropped"] = int(task["historyDropped"])
     return {key: value for key, value in out.items() if value is not None or key in ("assignee",)}
 
 

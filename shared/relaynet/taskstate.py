@@ -1,4 +1,5 @@
-"""The task state machine of PROTOCOL.md 4.8, as one table, and the permission decision.
+"""The task state machine of PROTOCOL.md 4.8, as one table, the permission decision, and the cap
+on a task's inline history (docs/protocol.md 4.7).
 
 | from | to | who |
 |---|---|---|
@@ -24,6 +25,8 @@ another role is 403; a move the table does not have from this state is 409 with 
 """
 
 from __future__ import annotations
+
+import json
 
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 STATES = ("pending", "offered", "accepted", "working", "blocked", "completed", "failed", "cancelled")
@@ -74,3 +77,43 @@ def decide(state: str, to: str, roles: set[str]) -> str:
     if needed is None:
         return "invalid"
     return "ok" if needed in roles else "forbidden"
+
+
+
+#: How many ``history`` entries a task item holds (docs/protocol.md 4.7): the first (the task's
+#: creation) and the newest ones, at most ``HISTORY_KEPT`` entries of at most ``HISTORY_BYTES``
+#: (as JSON) in all. A task offered and let expire forever (two entries per offer TTL) would
+#: otherwise pass DynamoDB's 400 KB item limit in about four days, after which no write of it
+#: succeeds; a router entry is about 150 bytes, a caller's reason up to 8 KiB.
+HISTORY_KEPT = 50
+HISTORY_BYTES = 64 * 1024
+
+
+def _size(entry: dict) -> int:
+    return len(json.dumps(entry, default=str, separators=(",", ":")))
+
+
+def cap_history(task: dict) -> int:
+    """Drop (in memory) the oldest ``history`` entries after the first until at most
+    ``HISTORY_KEPT`` entries of at most ``HISTORY_BYTES`` remain (the newest entry is always
+    kept), adding how many went to ``task["historyDropped"]``. Returns how many were dropped now.
+
+    Every transition, router or caller, goes through it (relaynet.tasks), so no task item grows
+    without bound; the network's event stream (control_get_history) still records each offer and
+    expiry.
+    """
+    history = task.get("history") or []
+    if len(history) <= 2:
+        return 0
+    sizes = [_size(h) for h in history]
+    keep_from = max(1, len(history) - (HISTORY_KEPT - 1))
+    total = sizes[0] + sum(sizes[keep_from:])
+    while total > HISTORY_BYTES and keep_from < len(history) - 1:
+        total -= sizes[keep_from]
+        keep_from += 1
+    dropped = keep_from - 1
+    if dropped <= 0:
+        return 0
+    task["history"] = [history[0], *history[keep_from:]]
+    task["historyDropped"] = int(task.get("historyDropped") or 0) + dropped
+    return dropped

@@ -16,10 +16,14 @@ access patterns each serves).
 | ended claims (released or expired, kept a day) | ``NET#<net>#CLAIMS#ENDED`` | ``CLAIM#<clm>`` |
 | the deployment's cursor-signing key | ``CONFIG#CURSORS`` | ``KEY`` |
 
-GSI1 (sparse, routing): ``GSI1PK = ROUTE``, ``GSI1SK = <due ms, 13 digits>#<net>#<task>`` on
+GSI1 (sparse, routing): ``GSI1PK = ROUTE#<n>`` (:func:`route_pk`, one of :data:`ROUTE_SHARDS`
+shards by a stable hash of network and task), ``GSI1SK = <due ms, 13 digits>#<net>#<task>`` on
 tasks that are ``pending`` (not parked) or ``offered``; a pending task nobody is eligible for is
 *parked* under ``GSI1PK = WAIT#<net>#<wait key>``, ``GSI1SK = <parked ms>#<task>``, and its wait
-group has a marker item (``NET#<net>#WAIT`` / ``<wait key>``) listed under ``GSI1PK = WAITING``.
+group has a marker item (``NET#<net>#WAIT`` / ``<wait key>``) listed under ``GSI1PK = WAITING#<n>``
+(:func:`waiting_pk`, sharded the same way by network and wait key). Tables written before the
+shards (``ROUTE`` and ``WAITING``, :data:`LEGACY_ROUTING_PKS`) are still read by the sweep, and
+every item it writes lands in its shard (docs/architecture.md, "Routing shards").
 GSI2 (listings): ``GSI2PK = NET#<net>#TASKS``,
 ``GSI2SK = <task id>`` on every task (newest first by ULID).
 GSI3 (mailbox view, keys and ``kind``/``createdAt``/``senderInstance`` only): every mailbox entry
@@ -29,8 +33,51 @@ of an agent and of each of its instances under ``GSI3PK = NET#<net>#MBOXV#<agent
 
 from __future__ import annotations
 
+import hashlib
+
 META = "META"
-ROUTE = "ROUTE"
+
+#: How many partitions GSI1's routing index is spread over (docs/architecture.md, "Routing
+#: shards"): a partition takes at most 1,000 write units a second, so 16 shards lift the
+#: deployment's routing writes to 16,000/s and keep the busiest shard near 1/16 of them; the sweep
+#: pays one Query per shard per run. Fixed: items of a shard past a smaller count would never be
+#: read again, so changing it needs a migration.
+ROUTE_SHARDS = 16
+ROUTE = "ROUTE"  # the routing partition before the shards (still swept: LEGACY_ROUTING_PKS)
+WAITING = "WAITING"  # the wait-group marker partition before the shards
+
+
+def shard(*parts: str) -> int:
+    """The shard (0 .. ROUTE_SHARDS - 1) of the ids ``parts``: a stable hash (SHA-256, never
+    Python's per-process ``hash``), so every writer and the sweep agree on it."""
+    digest = hashlib.sha256("#".join(parts).encode()).digest()
+    return int.from_bytes(digest[:4], "big") % ROUTE_SHARDS
+
+
+def route_pk(net_id: str, task_id: str) -> str:
+    """GSI1PK of a routable (pending, not parked, or offered) task: ``ROUTE#<n>``."""
+    return f"{ROUTE}#{shard(net_id, task_id)}"
+
+
+def route_pks() -> list[str]:
+    """Every routing shard's GSI1PK, in shard order."""
+    return [f"{ROUTE}#{n}" for n in range(ROUTE_SHARDS)]
+
+
+def waiting_pk(net_id: str, wait_key: str) -> str:
+    """GSI1PK of a wait group's marker: ``WAITING#<n>``."""
+    return f"{WAITING}#{shard(net_id, wait_key)}"
+
+
+def waiting_pks() -> list[str]:
+    """Every wait-marker shard's GSI1PK, in shard order."""
+    return [f"{WAITING}#{n}" for n in range(ROUTE_SHARDS)]
+
+
+#: Where tables written before the shards keep routable tasks (``ROUTE``) and wait-group markers
+#: (``WAITING``): the sweep reads them too until they are empty (a Query of an empty partition
+#: costs one read unit), and moves each item it writes into its shard.
+LEGACY_ROUTING_PKS = (ROUTE, WAITING)
 
 
 def token(token_hash: str) -> tuple[str, str]:
@@ -128,9 +175,6 @@ def route_sk(due_ms: int, net_id: str, task_id: str) -> str:
     return f"{due_ms:013d}#{net_id}#{task_id}"
 
 
-WAITING = "WAITING"
-
-
 def wait_pk(net_id: str, wait_key: str) -> str:
     """GSI1PK of the tasks parked in one wait group (same target, same creator exclusions)."""
     return f"WAIT#{net_id}#{wait_key}"
@@ -141,7 +185,7 @@ def wait_sk(parked_ms: int, task_id: str) -> str:
 
 
 def wait_marker(net_id: str, wait_key: str) -> tuple[str, str]:
-    """The marker item of a wait group (GSI1PK ``WAITING``, GSI1SK :func:`waiting_sk`)."""
+    """The marker item of a wait group (GSI1PK :func:`waiting_pk`, GSI1SK :func:`waiting_sk`)."""
     return f"{net(net_id)}#WAIT", wait_key
 
 

@@ -1,5 +1,5 @@
 """The tasks repository: the task item (``NET#<net>#TASK#<id>`` / ``META``) with its artifacts, its
-place in the routing index (GSI1: ``ROUTE`` or its wait group) and the listing index (GSI2), wait
+place in the routing index (GSI1: its routing shard ``ROUTE#<n>`` or its wait group) and the listing index (GSI2), wait
 group markers, and the instance bookkeeping (``active``/``held`` sets) a task write carries.
 
 relaynet.tasks and relaynet.sweep decide a task's next state in memory (the task is its protocol
@@ -45,9 +45,9 @@ def item(task: dict[str, Any], now_ms: int) -> dict[str, Any]:
     if task["state"] == "pending" and task.get("wait"):
         out["GSI1PK"], out["GSI1SK"] = k.wait_pk(net, task["wait"]), k.wait_sk(int(task["parkedAt"]), task["id"])
     elif task["state"] == "pending":
-        out["GSI1PK"], out["GSI1SK"] = k.ROUTE, k.route_sk(int(task.get("dueAt", now_ms)), net, task["id"])
+        out["GSI1PK"], out["GSI1SK"] = k.route_pk(net, task["id"]), k.route_sk(int(task.get("dueAt", now_ms)), net, task["id"])
     elif task["state"] == "offered":
-        out["GSI1PK"], out["GSI1SK"] = k.ROUTE, k.route_sk(int(task["offerExpiresAt"]), net, task["id"])
+        out["GSI1PK"], out["GSI1SK"] = k.route_pk(net, task["id"]), k.route_sk(int(task["offerExpiresAt"]), net, task["id"])
     return out
 
 
@@ -124,7 +124,7 @@ def touch_marker(task: dict[str, Any], probe: dict[str, Any], now_ms: int) -> No
     t.update(*k.wait_marker(net, wait),
              "SET probe = :probe, networkId = :net, waitKey = :wk, GSI1PK = :gpk, GSI1SK = :gsk, "
              "lastParkedAt = :now ADD gen :one",
-             probe=probe, net=net, wk=wait, gpk=k.WAITING, gsk=k.waiting_sk(net, wait), now=now_ms, one=1)
+             probe=probe, net=net, wk=wait, gpk=k.waiting_pk(net, wait), gsk=k.waiting_sk(net, wait), now=now_ms, one=1)
 
 
 def put(task: dict[str, Any], before: Before, now_ms: int) -> dict[str, Any]:
