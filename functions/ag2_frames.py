@@ -14,8 +14,10 @@ logger = Logger(service="relaynet")
 wire = Wire(ops.OPS, ops.hello, ops.receipt, ops.DEFERRED)
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these).
-DYNAMODB_ACTIONS = ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem",
-                    "ConditionCheckItem")
+# GetItem/Query/BatchGetItem read connections, tokens, the directory, channels and bindings;
+# PutItem/UpdateItem write bindings, identities, cursors, handshakes and sends (transactions);
+# DeleteItem forgets a connection whose postToConnection answered Gone.
+DYNAMODB_ACTIONS = ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")
 TOUCH_INTERVAL_MS = 60_000  # a connection's last activity is written at most once a minute
 
 
