@@ -134,16 +134,22 @@ def _bind(session: Session, principal: Principal) -> None:
 
 
 def _definition_passport(agent: dict[str, Any], ag2_record: dict[str, Any] | None) -> dict[str, Any]:
-    """The AG2 passport of a Relaynet agent: its AG2 registration's, else one made from the
-    definition's plugin passport (docs/protocol.md 3)."""
-    if ag2_record is not None:
-        return dict(ag2_record["passport"])
+    """The AG2 passport of a Relaynet agent: its AG2 registration's, whose empty ``owner``,
+    ``provider``, ``model`` and ``cost`` the definition's plugin passport fills (the operator's
+    word, docs/protocol.md 3); an agent never registered over AG2 gets the definition's alone."""
     pp = agent.get("passport") or {}
     cost = pp.get("cost") or None
-    return Passport(name=agent["name"], owner=pp.get("owner") or "", provider=pp.get("provider"),
+    base = Passport(name=agent["name"], owner=pp.get("owner") or "", provider=pp.get("provider"),
                     model=pp.get("model"), auth=AuthBlock(scheme=AUTH_SCHEME),
                     cost=None if cost is None else _cost(cost), agent_id=agent["name"],
                     created_at=agent.get("createdAt") or "").to_dict()
+    if ag2_record is None:
+        return base
+    out = dict(ag2_record["passport"])
+    for key in ("owner", "provider", "model", "cost"):
+        if not out.get(key) and base.get(key):
+            out[key] = base[key]
+    return out
 
 
 def _cost(cost: dict[str, Any]):
