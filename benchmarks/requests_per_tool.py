@@ -628,7 +628,7 @@ def ag2_event(route: str, connection_id: str, body: Any = None) -> dict[str, Any
 
 
 def ag2_steps(tok: dict[str, str]) -> Iterator[Step]:
-    """The AG2 wire (docs/protocol.md 11), frames as AG2's HubClient sends them: two connections
+    """The AG2 wire (docs/protocol.md 12), frames as AG2's HubClient sends them: two connections
     register (planner, reviewer), a consulting channel opens with the invite/ack handshake, a
     question is posted and acked, the WAL is read, the reviewer re-attaches with a hello, the
     notifier delivers a stream record, the keepalive pings an idle connection, a disconnect.

@@ -1,4 +1,4 @@
-"""AG2 wire, ``$connect`` and ``$disconnect`` of the WebSocket API (docs/protocol.md 11): a new
+"""AG2 wire, ``$connect`` and ``$disconnect`` of the WebSocket API (docs/protocol.md 12): a new
 connection is recorded bound to nobody (the handshake is authorizer-free: AG2 authenticates in
 its ``register`` and ``hello`` frames); a closed one is forgotten with its bindings."""
 

@@ -1,6 +1,6 @@
 """AG2 wire, every frame of the WebSocket API (routes ``hello``, ``request``, ``receipt``,
 ``ping`` by ``$request.body.kind``, and ``$default``): relaynet.ag2.wire decodes and dispatches
-it to relaynet.ag2.ops, and the answers leave by postToConnection (docs/protocol.md 11)."""
+it to relaynet.ag2.ops, and the answers leave by postToConnection (docs/protocol.md 12)."""
 
 from aws_lambda_powertools import Logger
 

@@ -1,6 +1,6 @@
 """AG2 wire, the keepalive, on a schedule: a ``ping`` frame to every connection silent for 4
 minutes, so API Gateway's 10-minute idle timeout never ends a quiet agent's connection (the
-2-hour cap still does; docs/protocol.md 11)."""
+2-hour cap still does; docs/protocol.md 12)."""
 
 from aws_lambda_powertools import Logger
 

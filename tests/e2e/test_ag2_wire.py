@@ -1,4 +1,4 @@
-"""AG2 agents connect unmodified (docs/protocol.md 11): AG2's own client, ``HubClient(WsLink(url))``,
+"""AG2 agents connect unmodified (docs/protocol.md 12): AG2's own client, ``HubClient(WsLink(url))``,
 against ``relaynet serve`` at ws://127.0.0.1:PORT/v1/ag2, using only AG2's public client API.
 The demo network's agents are the identities; their instance tokens are the passports' claims."""
 

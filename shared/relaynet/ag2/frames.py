@@ -6,7 +6,7 @@ frame AG2's hub would drop is dropped here too: not JSON, not an object, no or a
 an extra or a missing key (AG2 builds a dataclass from the keys), a field of the wrong JSON type.
 A dropped frame gets no answer, exactly as with AG2's hub: the client's request times out (30 s).
 
-Limits (docs/protocol.md 11): API Gateway refuses client frames over 32 KB (the local stack does
+Limits (docs/protocol.md 12): API Gateway refuses client frames over 32 KB (the local stack does
 the same: the connection closes with 1009) and server messages over 128 KB
 (:data:`MAX_SERVER_MESSAGE`); :func:`encode` refuses to produce one, and list answers are cut to
 fit by :func:`fit_list`.

@@ -1,4 +1,4 @@
-"""AG2's request ops over Relaynet's identities and channels (docs/protocol.md 11).
+"""AG2's request ops over Relaynet's identities and channels (docs/protocol.md 12).
 
 An AG2 ``agent_id`` is the Relaynet agent name: agents here outlive connections and instances,
 so the stable name is the identity. An AG2 channel is a Relaynet channel (relaynet.channels):
@@ -105,7 +105,7 @@ class Session:
 def authenticate(name: str, scheme: str, claim: Any) -> Principal:
     """The instance principal a Passport's AuthBlock proves for agent ``name``.
 
-    The claim is ``{"token": <rn_inst_ token>}`` of an instance of that agent (docs/protocol.md 11).
+    The claim is ``{"token": <rn_inst_ token>}`` of an instance of that agent (docs/protocol.md 12).
     Raises AuthError: another scheme, no token, an unknown or revoked token, a representative's
     token, or a token of another agent's instance."""
     if scheme != AUTH_SCHEME:
