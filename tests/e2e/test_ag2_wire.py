@@ -215,7 +215,7 @@ def test_a_reconnecting_agent_attaches_and_gets_exactly_what_it_missed(hub):
     run(story())
 
 
-def test_an_unmodified_agent_with_ags_scripted_test_config_answers_a_consult(hub):
+def test_an_unmodified_agent_with_ag2s_scripted_test_config_answers_a_consult(hub):
     async def story():
         a, b = HubClient(WsLink(ws_url(hub))), HubClient(WsLink(ws_url(hub)))
         try:
