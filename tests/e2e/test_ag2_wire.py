@@ -296,3 +296,40 @@ def test_frames_aws_would_drop_or_refuse(hub):
         with pytest.raises(Exception) as closed:
             ws.recv(timeout=WAIT)
         assert "1009" in str(closed.value) or "too big" in str(closed.value).lower()
+
+
+def test_observed_tasks_and_checkpoints_belong_to_their_owner(hub):
+    from ag2.task import TaskMetadata, TaskSpec, TaskState
+
+    async def story():
+        a, b = HubClient(WsLink(ws_url(hub))), HubClient(WsLink(ws_url(hub)))
+        try:
+            await a.register_human(passport(hub, "planner"))
+            await b.register_human(passport(hub, "coder"))
+            task = TaskMetadata(task_id="plan-1", owner_id="planner", spec=TaskSpec(title="Plan the release"),
+                                state=TaskState.CREATED)
+            await a.observe_task(task)
+            await a.update_task("plan-1", state=TaskState.RUNNING, progress={"step": 1})
+            got = await a.get_task("plan-1")
+            assert (got.state, got.progress, got.spec.title) == (TaskState.RUNNING, {"step": 1}, "Plan the release")
+            await a.checkpoint_task("plan-1", {"cursor": 7})
+            assert await a.read_task_checkpoint("plan-1") == {"cursor": 7}
+            with pytest.raises(NetworkError):  # another agent's task: as if it did not exist
+                await b.get_task("plan-1")
+            with pytest.raises(AccessDeniedError):
+                await b.update_task("plan-1", state=TaskState.FAILED)
+            with pytest.raises(AccessDeniedError):
+                await b.read_task_checkpoint("plan-1")
+            assert "plan-1" not in [t.task_id for t in await b.list_tasks()]
+            await a.update_task("plan-1", state=TaskState.COMPLETED, result={"ok": True})
+            await a.update_task("plan-1", state=TaskState.FAILED)  # a terminal task never changes again
+            done = await a.get_task("plan-1")
+            assert (done.state, done.result) == (TaskState.COMPLETED, {"ok": True}) and done.completed_at
+            assert [t.task_id for t in await a.list_tasks(agent_id="planner")] == ["plan-1"]
+            with pytest.raises(NetworkError, match="invalid task_id"):
+                await a.get_task("../etc")
+        finally:
+            await a.close()
+            await b.close()
+
+    run(story())

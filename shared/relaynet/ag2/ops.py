@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -38,9 +39,10 @@ from ag2.network.envelope import (
     Envelope,
 )
 from ag2.network.errors import AccessDeniedError, AuthError, NotFoundError, ProtocolError
-from ag2.network.identity import AuthBlock, Passport, Resume
+from ag2.network.identity import AuthBlock, ObservedStat, Passport, Resume
 from ag2.network.rule import Rule, parse_duration
 from ag2.network.transport.frames import NotifyFrame, ResponseFrame
+from ag2.task import TERMINAL_TASK_STATES, TaskMetadata, TaskState
 
 from relaynet import adapters as rn_adapters
 from relaynet import channels, clock, ids
@@ -610,6 +612,159 @@ def op_report_turn_failure(session: Session, params: dict[str, Any]) -> Any:
                 params.get("agent_id"), params.get("envelope_id"), str(params.get("error", ""))[:500])
 
 
+# -- tasks (observe-only, as AG2's hub) and checkpoints ------------------------------------------
+
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")  # AG2's hub: ids that are safe path segments
+
+
+def _task_id(params: dict[str, Any]) -> str:
+    task_id = params.get("task_id")
+    if not isinstance(task_id, str) or not _TASK_ID.fullmatch(task_id):
+        raise ProtocolError(f"invalid task_id: {task_id!r}")
+    return task_id
+
+
+def _visible(session: Session, meta: dict[str, Any]) -> bool:
+    """AG2's rule: a task shows to its owner's connection and to its channel's participants."""
+    if meta.get("owner_id") in session.bound:
+        return True
+    if meta.get("channel_id"):
+        try:
+            _participant_channel(session, meta["channel_id"])
+        except (AccessDeniedError, NotFoundError):
+            return False
+        return True
+    return False
+
+
+def op_observe_task(session: Session, params: dict[str, Any]) -> Any:
+    """``observe_task``: record (or refresh) a task its owner runs; the owner must be bound here,
+    and a task tied to a channel needs the owner among its participants."""
+    meta = TaskMetadata.from_dict(params["metadata"])
+    if not _TASK_ID.fullmatch(meta.task_id or ""):
+        raise ProtocolError(f"invalid task_id: {meta.task_id!r}")
+    principal = session.principal(meta.owner_id)
+    if meta.channel_id:
+        head, _, _ = _participant_channel(session, meta.channel_id)
+        if meta.owner_id not in channels.names(head):
+            raise AccessDeniedError(f"{meta.owner_id!r} does not participate in channel {meta.channel_id}")
+    existing = store.task(principal.network_id, meta.task_id)
+    if existing is not None and existing.get("owner_id") != meta.owner_id:
+        raise AccessDeniedError(f"task {meta.task_id!r} belongs to another agent")
+    if existing is not None:
+        merged = TaskMetadata.from_dict(existing)
+        merged.state = meta.state
+        merged.started_at = meta.started_at or merged.started_at
+        merged.expires_at = meta.expires_at or merged.expires_at
+        merged.channel_id = meta.channel_id or merged.channel_id
+        merged.progress.update(meta.progress)
+        meta = merged
+    elif not meta.created_at:
+        meta.created_at = clock.iso(clock.now_ms())
+    store.put_task(principal.network_id, meta.task_id, meta.to_dict())
+
+
+def op_get_task(session: Session, params: dict[str, Any]) -> Any:
+    task_id = _task_id(params)
+    meta = store.task(_require_net(session), task_id)
+    if meta is None or not _visible(session, meta):  # an invisible task answers as an unknown one
+        raise NotFoundError(f"task not found: {task_id}")
+    return TaskMetadata.from_dict(meta).to_dict()
+
+
+def op_list_tasks(session: Session, params: dict[str, Any]) -> Any:
+    out = []
+    for meta in store.tasks(_require_net(session)):
+        if params.get("agent_id") is not None and meta.get("owner_id") != params["agent_id"]:
+            continue
+        if params.get("channel_id") is not None and meta.get("channel_id") != params["channel_id"]:
+            continue
+        if params.get("state") is not None and meta.get("state") != params["state"]:
+            continue
+        if _visible(session, meta):
+            out.append(TaskMetadata.from_dict(meta).to_dict())
+    return out[: int(params.get("limit") or 50)]
+
+
+def op_update_task(session: Session, params: dict[str, Any]) -> Any:
+    """``update_task``: the owner moves its task; a terminal task never changes again (AG2's hub
+    ignores further updates), and a terminal move stamps ``completed_at``."""
+    task_id = _task_id(params)
+    net = _require_net(session)
+    existing = store.task(net, task_id)
+    if existing is None:
+        raise NotFoundError(f"task not found: {task_id}")
+    session.principal(existing["owner_id"])
+    meta = TaskMetadata.from_dict(existing)
+    if meta.state in TERMINAL_TASK_STATES:
+        return None
+    now = clock.iso(clock.now_ms())
+    if params.get("progress"):
+        meta.progress.update(params["progress"])
+        meta.last_progress_at = now
+    if params.get("result") is not None:
+        meta.result = params["result"]
+    if params.get("error"):
+        meta.error = str(params["error"])
+    if params.get("state") is not None:
+        meta.state = TaskState(params["state"])
+        if meta.state in TERMINAL_TASK_STATES:
+            meta.completed_at = now
+    store.put_task(net, task_id, meta.to_dict())
+
+
+def op_record_observation(session: Session, params: dict[str, Any]) -> Any:
+    """``record_observation``: count a finished task of ``capability`` into the owner's AG2
+    resume (``observed[capability]``: n, completed, failed, expired)."""
+    principal = session.principal(params["owner_id"])
+    outcome = TaskState(params["outcome"])
+    rec = store.identity(principal.network_id, principal.agent)
+    if rec is None:
+        raise NotFoundError(f"agent not registered: {principal.agent}")
+    resume = Resume.from_dict(rec["resume"])
+    stat = resume.observed.get(params["capability"]) or ObservedStat()
+    stat.n += 1
+    if outcome.value in ("completed", "failed", "expired"):
+        setattr(stat, outcome.value, getattr(stat, outcome.value) + 1)
+    resume.observed[params["capability"]] = stat
+    resume.last_updated = clock.iso(clock.now_ms())
+    store.update_identity(principal.network_id, principal.agent, "resume", resume.to_dict())
+
+
+def op_fire_task_event(session: Session, params: dict[str, Any]) -> Any:
+    task_id = _task_id(params)
+    meta = store.task(_require_net(session), task_id)
+    if meta is None or meta.get("owner_id") not in session.bound:
+        raise AccessDeniedError(f"task {task_id!r} is not owned by an agent bound to this connection")
+    log.warning("AG2 task event: task=%s kind=%s", task_id, str(params.get("kind"))[:100])
+
+
+def _checkpoint_writer(session: Session, task_id: str) -> Principal:
+    net = _require_net(session)
+    meta = store.task(net, task_id)
+    if meta is not None:
+        return session.principal(meta["owner_id"])
+    ckpt = store.checkpoint(net, task_id)
+    if ckpt is not None:
+        return session.principal(ckpt["writer"])  # an unobserved task's checkpoint: its first writer's
+    return session.any_principal()
+
+
+def op_checkpoint_task(session: Session, params: dict[str, Any]) -> Any:
+    task_id = _task_id(params)
+    if not isinstance(params.get("state"), dict):
+        raise ProtocolError("a checkpoint's state is a JSON object")
+    principal = _checkpoint_writer(session, task_id)
+    store.put_checkpoint(principal.network_id, task_id, principal.agent, params["state"])
+
+
+def op_read_task_checkpoint(session: Session, params: dict[str, Any]) -> Any:
+    task_id = _task_id(params)
+    principal = _checkpoint_writer(session, task_id)
+    ckpt = store.checkpoint(principal.network_id, task_id)
+    return None if ckpt is None else ckpt.get("state", {})
+
+
 # -- delivery ------------------------------------------------------------------------------------
 
 def recipients(item: dict[str, Any], head: dict[str, Any]) -> list[str]:
@@ -665,6 +820,10 @@ OPS: dict[str, Callable[[Session, dict[str, Any]], Any]] = {
     "close_channel": op_close_channel, "post_envelope": op_post_envelope, "read_wal": op_read_wal,
     "find_envelope_by_causation": op_find_envelope_by_causation, "can_send": op_can_send,
     "pending_turns_for": op_pending_turns_for, "report_turn_failure": op_report_turn_failure,
+    "observe_task": op_observe_task, "get_task": op_get_task, "list_tasks": op_list_tasks,
+    "update_task": op_update_task, "record_observation": op_record_observation,
+    "fire_task_event": op_fire_task_event, "checkpoint_task": op_checkpoint_task,
+    "read_task_checkpoint": op_read_task_checkpoint,
 }
 
 

@@ -198,3 +198,37 @@ def parse_channel_pk(pk: str) -> tuple[str, str] | None:
     if len(parts) == 4 and parts[0] == "NET" and parts[2] == "CH":
         return parts[1], parts[3]
     return None
+
+
+# -- AG2 tasks (observe-only records) and checkpoints -------------------------------------------
+
+def _tasks_pk(net: str) -> str:
+    return f"{k.net(net)}#AG2#TASKS"
+
+
+def put_task(net: str, task_id: str, metadata: dict[str, Any]) -> None:
+    """Store an observed AG2 task's ``TaskMetadata.to_dict()`` (last write wins)."""
+    t.put({"PK": _tasks_pk(net), "SK": f"TASK#{task_id}", "task_id": task_id, "owner": metadata.get("owner_id"),
+           "metadata": metadata})
+
+
+def task(net: str, task_id: str) -> dict[str, Any] | None:
+    """The stored ``TaskMetadata`` dict of an observed AG2 task, or None."""
+    item = t.get(_tasks_pk(net), f"TASK#{task_id}")
+    return None if item is None else item["metadata"]
+
+
+def tasks(net: str) -> list[dict[str, Any]]:
+    """Every observed AG2 task of the network, by task id (one Query)."""
+    return [i["metadata"] for i in t.query(_tasks_pk(net), sk_prefix="TASK#")]
+
+
+def put_checkpoint(net: str, task_id: str, writer: str, state: dict[str, Any]) -> None:
+    """A task's resume snapshot (last write wins; ``writer`` is the agent that first wrote it)."""
+    t.update(_tasks_pk(net), f"CKPT#{task_id}", "SET #s = :s, writer = if_not_exists(writer, :w)",
+             names={"#s": "state"}, s=state, w=writer)
+
+
+def checkpoint(net: str, task_id: str) -> dict[str, Any] | None:
+    """``{state, writer}`` of a task's snapshot, or None."""
+    return t.get(_tasks_pk(net), f"CKPT#{task_id}")
