@@ -708,13 +708,18 @@ def _ag2_story(run: Callable[..., Any], request: Callable[..., None], register: 
         "hello", "bench-b", {"kind": "hello", "name": "reviewer", "auth_scheme": "api_key",
                              "auth_claim": {"token": tok["reviewer0"]}, "since_envelope_id": ""})))
 
+    yield Step("ag2 create_channel (an invite nobody acks)", "ag2_frames", False, lambda: request(
+        "bench-a", "create_channel", {"creator_id": "planner", "manifest_type": "conversation",
+                                      "participants": ["reviewer"]}))
+
     def keepalive() -> None:
         from relaynet import clock
 
         with clock_at(clock.now_ms() + 5 * 60_000):
-            assert run("ag2_keepalive", {"source": "aws.events"})["pinged"] >= 1
+            assert run("ag2_keepalive", {"source": "aws.events"}) == {"pinged": 2, "invite_timeouts": 1}
 
-    yield Step("ag2 keepalive (idle connections pinged)", "ag2_keepalive", False, keepalive)
+    yield Step("ag2 keepalive (idle connections pinged, an unacked invite timed out)", "ag2_keepalive", False,
+               keepalive)
     yield Step("ag2 $disconnect", "ag2_connection", False, lambda: run("ag2_connection", ag2_event(
         "$disconnect", "bench-a")))
 

@@ -333,3 +333,29 @@ def test_observed_tasks_and_checkpoints_belong_to_their_owner(hub):
             await b.close()
 
     run(story())
+
+
+def test_an_invite_nobody_acks_closes_the_channel_with_invite_timeout(hub):
+    """AG2's handshake times out after 30 s: the keepalive (on the local sweep timer) closes the
+    channel; the creator's own request has timed out client-side by then."""
+    async def story():
+        a, b = HubClient(WsLink(ws_url(hub)), rpc_timeout=5), HubClient(WsLink(ws_url(hub)))
+        try:
+            alice = await a.register_human(passport(hub, "planner"))
+            bob = await b.register_human(passport(hub, "coder"), auto_ack_invites=False)
+            with pytest.raises(asyncio.TimeoutError):
+                await alice.open(type="conversation", target="coder")
+            invite = await bob.next_envelope(timeout=WAIT)
+            assert invite.event_type == "ag2.channel.invite"
+            assert (await b.get_channel(invite.channel_id)).state.value == "pending"
+            for _ in range(60):
+                meta = await b.get_channel(invite.channel_id)
+                if meta.state.value != "pending":
+                    break
+                await asyncio.sleep(1)
+            assert (meta.state.value, meta.close_reason) == ("closed", "invite_timeout")
+        finally:
+            await a.close()
+            await b.close()
+
+    run(story())

@@ -438,10 +438,10 @@ def op_create_channel(session: Session, params: dict[str, Any]) -> Any:
     live = store.bindings(net, targets)
     labels = dict(params.get("labels") or {})
     invitees = sorted(live)
-    record = {"pending_acks": invitees, "creator": creator, "connection_id": session.connection_id,
-              "request_id": session.request_id, "labels": labels,
+    record = {"pending_acks": invitees, "creator": creator, "creator_instance": principal.instance_id,
+              "connection_id": session.connection_id, "request_id": session.request_id, "labels": labels,
               "manifest_version": params.get("manifest_version", 1)}
-    store.put_handshake(net, channel_id, record)
+    store.put_handshake(net, channel_id, record, clock.now_ms())
     head, hs, _ = _read(net, channel_id)
     if not invitees:
         return metadata(head, hs).to_dict()
@@ -505,7 +505,7 @@ def _invite_answer(session: Session, net: str, principal: Principal, env: Envelo
         return envelope_id  # nothing pending for this agent: absorbed, as AG2's hub does
     if env.event_type == EV_CHANNEL_INVITE_REJECT:
         _domain(lambda: channels.close(principal, env.channel_id, reason="invite_rejected"))
-        store.ack_handshake(net, env.channel_id, principal.agent)
+        store.end_handshake(net, env.channel_id)
         _answer_creator(session, net, env.channel_id, hs, f"channel rejected by {principal.agent}")
         return envelope_id
     after = store.ack_handshake(net, env.channel_id, principal.agent)
@@ -876,6 +876,31 @@ def deliver(net: str, channel_id: str, item: dict[str, Any], endpoint_url: str) 
         if name in live:
             session.outbox.append((live[name]["connection_id"], NotifyFrame(envelope=env, recipient_id=name)))
     return flush(session, endpoint_url)
+
+
+INVITE_ACK_TIMEOUT_MS = 30_000  # AG2's hub: Hub(invite_ack_timeout=30.0)
+
+
+def expire_handshakes(now_ms: int, endpoint_url: str) -> int:
+    """Close every channel whose invitees have not all acked within 30 s (``invite_timeout``, as
+    AG2's hub) and answer its creator ``protocol_error`` (AG2's client has usually given up by
+    then). Returns how many."""
+    session = Session(connection_id="", connection={})
+    closed = 0
+    for hs in store.stale_handshakes(now_ms - INVITE_ACK_TIMEOUT_MS):
+        net, channel_id = hs["network_id"], hs["channel_id"]
+        if not store.end_handshake(net, channel_id):
+            continue  # the last ack came first
+        creator = Principal(kind="instance", network_id=net, instance_id=hs.get("creator_instance"),
+                            agent=hs["creator"])
+        try:
+            channels.close(creator, channel_id, reason="invite_timeout")
+        except RelaynetError as exc:
+            log.warning("AG2 handshake of %s not closed: %s", channel_id, exc)
+        _answer_creator(session, net, channel_id, hs, f"channel {channel_id!r} ack timeout")
+        closed += 1
+    flush(session, endpoint_url)
+    return closed
 
 
 def keepalive(now_ms: int, idle_ms: int, endpoint_url: str) -> int:

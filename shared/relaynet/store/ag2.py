@@ -8,9 +8,11 @@ envelopes themselves are Relaynet's (relaynet.channels): AG2 channels are Relayn
 | binding (an agent's live connection) and AG2 identity (passport, resume, rule, SKILL.md) | ``NET#<net>#AG2`` | ``BIND#<agent>`` / ``AGENT#<agent>`` |
 | cursor (last acked envelope) | ``NET#<net>#AG2#CUR#<agent>`` | ``CH#<channel>`` |
 | pending handshake of a channel (invitees still to ack, who asked) | the channel's partition | ``AG2`` |
+| observed AG2 task / its checkpoint | ``NET#<net>#AG2#TASKS`` | ``TASK#<task id>`` / ``CKPT#<task id>`` |
 
 GSI1 (sparse): every connection under ``GSI1PK = AG2CONNS``, ``GSI1SK = <last frame ms, 13
-digits>#<connection id>``, so the keepalive finds the connections idle longest in one Query.
+digits>#<connection id>``, so the keepalive finds the connections idle longest in one Query;
+every handshake still waiting for acks under ``GSI1PK = AG2HANDSHAKES``, ``GSI1SK = <started ms>#<net>#<channel>``.
 Connections carry ``ttl`` (the table's TTL attribute, epoch seconds): API Gateway ends every connection after 2
 hours, so a connection item older than that is garbage whether or not ``$disconnect`` ran.
 """
@@ -23,6 +25,7 @@ from relaynet.store import keys as k
 from relaynet.store import table as t
 
 CONNECTIONS_INDEX = "AG2CONNS"
+HANDSHAKES_INDEX = "AG2HANDSHAKES"
 CONNECTION_TTL_SECONDS = 2 * 3600 + 600  # API Gateway's 2-hour cap plus a margin
 
 
@@ -153,10 +156,28 @@ def cursors(net: str, agent: str) -> dict[str, str]:
 
 # -- pending handshakes -------------------------------------------------------------------------
 
-def put_handshake(net: str, channel_id: str, record: dict[str, Any]) -> None:
-    """A channel's AG2 handshake: ``{pending_acks, creator, connection_id, request_id, labels,
-    manifest_version}``; the channel is ``pending`` to AG2 until ``pending_acks`` is empty."""
-    t.put({"PK": k.channel_pk(net, channel_id), "SK": "AG2", **record})
+def put_handshake(net: str, channel_id: str, record: dict[str, Any], now_ms: int) -> None:
+    """A channel's AG2 handshake: ``{pending_acks, creator, creator_instance, connection_id,
+    request_id, labels, manifest_version}``; the channel is ``pending`` to AG2 until
+    ``pending_acks`` is empty. One still waiting is listed under GSI1 ``AG2HANDSHAKES`` by when it
+    began, so the keepalive can time it out."""
+    item = {"PK": k.channel_pk(net, channel_id), "SK": "AG2", "network_id": net, "channel_id": channel_id,
+            "started_ms": now_ms, **record}
+    if record.get("pending_acks"):
+        item.update(GSI1PK=HANDSHAKES_INDEX, GSI1SK=f"{now_ms:013d}#{net}#{channel_id}")
+    t.put(item)
+
+
+def stale_handshakes(before_ms: int, limit: int = 100) -> list[dict[str, Any]]:
+    """Handshakes still waiting for acks that began before ``before_ms``, oldest first."""
+    return t.query(HANDSHAKES_INDEX, index="GSI1", sk_lt=f"{before_ms:013d}~", limit=limit, consistent=False)
+
+
+def end_handshake(net: str, channel_id: str) -> bool:
+    """Stop waiting (a timeout): no acks pending any more, off the index. False when it had
+    already ended (the last ack came first)."""
+    return bool(t.update(k.channel_pk(net, channel_id), "AG2", "SET pending_acks = :none REMOVE GSI1PK, GSI1SK",
+                         condition="size(pending_acks) > :zero", none=[], zero=0))
 
 
 def handshake(net: str, channel_id: str) -> dict[str, Any] | None:
@@ -179,7 +200,8 @@ def ack_handshake(net: str, channel_id: str, agent: str) -> dict[str, Any] | Non
     if rec is None or agent not in (rec.get("pending_acks") or []):
         return None
     rest = [a for a in rec["pending_acks"] if a != agent]
-    ok = t.update(k.channel_pk(net, channel_id), "AG2", "SET pending_acks = :rest",
+    expr = "SET pending_acks = :rest" + ("" if rest else " REMOVE GSI1PK, GSI1SK")
+    ok = t.update(k.channel_pk(net, channel_id), "AG2", expr,
                   condition="contains(pending_acks, :a) AND size(pending_acks) = :n",
                   rest=rest, a=agent, n=len(rec["pending_acks"]))
     if not ok:
