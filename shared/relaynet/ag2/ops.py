@@ -39,12 +39,14 @@ from ag2.network.envelope import (
     Envelope,
 )
 from ag2.network.errors import AccessDeniedError, AuthError, NotFoundError, ProtocolError
-from ag2.network.identity import AuthBlock, ObservedStat, Passport, Resume
+from ag2.network.identity import AuthBlock, CostProfile, ObservedStat, Passport, Resume
 from ag2.network.rule import Rule, parse_duration
-from ag2.network.transport.frames import NotifyFrame, ResponseFrame
+from ag2.network.transport.frames import NotifyFrame, PingFrame, ResponseFrame, WelcomeFrame
 from ag2.task import TERMINAL_TASK_STATES, TaskMetadata, TaskState
 
 from relaynet import adapters as rn_adapters
+from relaynet.ag2 import frames as f
+from relaynet.ag2 import post
 from relaynet import channels, clock, ids
 from relaynet import identity as rn_identity
 from relaynet.adapters import Send
@@ -154,9 +156,7 @@ def _definition_passport(agent: dict[str, Any], ag2_record: dict[str, Any] | Non
     return out
 
 
-def _cost(cost: dict[str, Any]):
-    from ag2.network.identity import CostProfile
-
+def _cost(cost: dict[str, Any]) -> CostProfile:
     return CostProfile(input_per_mtok=cost.get("input_per_mtok"), output_per_mtok=cost.get("output_per_mtok"))
 
 
@@ -210,8 +210,6 @@ def hello(session: Session, name: str, scheme: str, claim: Any, since_envelope_i
     the agent has not acked past ``since_envelope_id`` (None: no replay). An agent defined in
     Relaynet that never registered over AG2 gets an AG2 identity from its definition here.
     Raises AuthError, AccessDeniedError, NotFoundError (sent as an ErrorFrame by the wire)."""
-    from ag2.network.transport.frames import WelcomeFrame
-
     principal = authenticate(name, scheme, claim)
     _bind(session, principal)
     net = principal.network_id
@@ -339,7 +337,7 @@ def _message(exc: RelaynetError) -> str:
     msg = getattr(exc, "message", None) or str(exc)
     fields = (getattr(exc, "details", None) or {}).get("fields")
     if fields:
-        msg += ": " + "; ".join(f"{f['field']}: {f['message']}" for f in fields)
+        msg += ": " + "; ".join(f"{x['field']}: {x['message']}" for x in fields)
     return msg
 
 
@@ -551,13 +549,11 @@ def op_close_channel(session: Session, params: dict[str, Any]) -> Any:
 def op_read_wal(session: Session, params: dict[str, Any]) -> Any:
     """``read_wal``: the channel's envelopes ``[since, until)``, cut to the longest prefix that
     fits one 128 KB message (read on with ``since``)."""
-    from relaynet.ag2.frames import fit_list
-
     head, _, envs = _participant_channel(session, params["channel_id"])
     since = int(params.get("since") or 0)
     until = params.get("until")
     window = envs[since:] if until is None else envs[since:int(until)]
-    return fit_list([to_envelope(i, head).to_dict() for i in window])
+    return f.fit_list([to_envelope(i, head).to_dict() for i in window])
 
 
 def op_find_envelope_by_causation(session: Session, params: dict[str, Any]) -> Any:
@@ -833,9 +829,6 @@ def flush(session: Session, endpoint_url: str) -> int:
     """Post the session's outbox in order (postToConnection); a connection that is gone is
     forgotten (its bindings too). An answer over 128 KB becomes an ``ok=false`` answer saying
     so. Returns how many frames were posted."""
-    from relaynet.ag2 import frames as f
-    from relaynet.ag2 import post
-
     sent = 0
     gone: set[str] = set()
     for connection_id, frame in session.outbox:
@@ -906,8 +899,6 @@ def expire_handshakes(now_ms: int, endpoint_url: str) -> int:
 def keepalive(now_ms: int, idle_ms: int, endpoint_url: str) -> int:
     """Send a ``ping`` frame to every connection silent for ``idle_ms`` (API Gateway closes a
     connection idle for 10 minutes; AG2's client ignores the frame). Returns how many."""
-    from ag2.network.transport.frames import PingFrame
-
     session = Session(connection_id="", connection={})
     for conn in store.idle_connections(now_ms - idle_ms):
         session.outbox.append((conn["connection_id"], PingFrame()))

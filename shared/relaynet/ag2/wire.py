@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ag2.network.errors import AccessDeniedError, AuthError, NetworkError, NotFoundError, ProtocolError
+from ag2.network.transport.frames import ResponseFrame
 
 from relaynet.ag2 import frames as f
 
@@ -88,8 +89,6 @@ class Wire:
             session.outbox.append((session.connection_id, f.ErrorFrame(code=error_code(exc), message=str(exc))))
 
     def _request(self, session: Any, frame: f.RequestFrame) -> None:
-        from ag2.network.transport.frames import ResponseFrame
-
         op = self.ops.get(frame.op)
         session.request_id = frame.request_id
         try:
