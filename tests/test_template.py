@@ -393,6 +393,8 @@ def test_sam_build_builds_every_function_and_the_layer_without_docker(tmp_path):
         lid = logical_id(stem)
         assert (build / lid / f"{stem}.py").is_file(), f"{lid} was not built"
         assert built[lid]["Properties"]["CodeUri"] == lid
+    assert (build / "Ag2Layer" / "python" / "ag2" / "network" / "adapters" / "consulting.py").is_file(), \
+        "the AG2 wire's layer lacks ag2"
     layer = build / "SharedLayer" / "python"
     for package in ("relaynet/__init__.py", "relaynet/store/table.py", "relaynet/ui/index.html", "relaynet/ui/app.js",
                     "relaynet/ui/app.css", "relaynet/ui/icon.svg", "aws_lambda_powertools", "pydantic",
