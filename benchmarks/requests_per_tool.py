@@ -619,6 +619,123 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
     yield Step("control_restart_agent (both steps)", "control_restart_agent", False,
                lambda: two_step("control_restart_agent"))
 
+    yield from ag2_steps(tok)
+
+
+def ag2_event(route: str, connection_id: str, body: Any = None) -> dict[str, Any]:
+    """An API Gateway WebSocket event: ``$connect``/``$disconnect`` or a frame (``body``, JSON)."""
+    kind = {"$connect": "CONNECT", "$disconnect": "DISCONNECT"}.get(route, "MESSAGE")
+    event: dict[str, Any] = {"requestContext": {
+        "routeKey": route, "eventType": kind, "connectionId": connection_id, "stage": "ag2",
+        "domainName": "bench.execute-api.us-east-1.amazonaws.com", "apiId": "bench"}}
+    if body is not None:
+        event["body"] = json.dumps(body)
+    return event
+
+
+def ag2_steps(tok: dict[str, str]) -> Iterator[Step]:
+    """The AG2 wire (docs/protocol.md 12), frames as AG2's HubClient sends them: two connections
+    register (planner, reviewer), a consulting channel opens with the invite/ack handshake, a
+    question is posted and acked, the WAL is read, the reviewer re-attaches with a hello, the
+    notifier delivers a stream record, the keepalive pings an idle connection, a disconnect.
+    postToConnection goes to moto's management API."""
+    from relaynet_local.lambdas import LambdaContext, load_handler
+
+    state: dict[str, Any] = {}
+
+    def run(stem: str, event: dict[str, Any]) -> Any:
+        return load_handler(FUNCTIONS, f"{stem}.handler")(event, LambdaContext(stem, 29.0, 512))
+
+    def request(conn: str, op: str, params: dict[str, Any]) -> None:
+        run("ag2_frames", ag2_event("request", conn, {"kind": "request", "request_id": uuid.uuid4().hex, "op": op,
+                                                      "params": params}))
+
+    def passport(name: str) -> dict[str, Any]:
+        return {"name": name, "kind": "human", "auth": {"scheme": "api_key", "claim": {"token": tok[f"{name}0"]}}}
+
+    def register(conn: str, name: str) -> None:
+        run("ag2_connection", ag2_event("$connect", conn))
+        request(conn, "register", {"passport": passport(name), "resume": {}, "skill_md": None, "rule": None})
+
+    def create() -> None:
+        from relaynet import channels
+
+        request("bench-a", "create_channel", {"creator_id": "planner", "manifest_type": "consulting",
+                                              "participants": ["reviewer"]})
+        listed = channels.list_channels(state["planner"], state="active", limit=1)  # the channel just opened
+        state["channel_id"] = listed["channels"][0]["channel_id"]
+
+    from relaynet.identity import authorize
+
+    state["planner"] = authorize(tok["planner0"])
+    state["net"] = state["planner"].network_id
+    saved = os.environ.get("RELAYNET_AG2_MANAGEMENT_URL")  # the notifier's and keepalive's, as template.yaml sets it
+    os.environ["RELAYNET_AG2_MANAGEMENT_URL"] = "https://bench.execute-api.us-east-1.amazonaws.com/ag2"
+    try:
+        yield from _ag2_story(run, request, register, create, state, tok)
+    finally:
+        if saved is None:
+            os.environ.pop("RELAYNET_AG2_MANAGEMENT_URL", None)
+        else:
+            os.environ["RELAYNET_AG2_MANAGEMENT_URL"] = saved
+
+
+def _ag2_story(run: Callable[..., Any], request: Callable[..., None], register: Callable[..., None],
+               create: Callable[[], None], state: dict[str, Any], tok: dict[str, str]) -> Iterator[Step]:
+    yield Step("ag2 $connect + register (planner)", "ag2_connection", False, lambda: register("bench-a", "planner"))
+    yield Step("ag2 register (reviewer)", "ag2_frames", False, lambda: register("bench-b", "reviewer"))
+    yield Step("ag2 create_channel (consulting, invite sent)", "ag2_frames", False, create)
+    yield Step("ag2 post_envelope (the invite's ack; the answer to create_channel)", "ag2_frames", False,
+               lambda: request("bench-b", "post_envelope", {"envelope": _ag2_envelope(
+                   state["channel_id"], "reviewer", "ag2.channel.invite.ack", {"channel_id": state["channel_id"]})}))
+    yield Step("ag2 post_envelope (a question)", "ag2_frames", False, lambda: request(
+        "bench-a", "post_envelope", {"envelope": _ag2_envelope(state["channel_id"], "planner", "ag2.msg.text",
+                                                               {"text": "Is /health cached?"})}))
+
+    def notifier() -> None:
+        from relaynet.store import ag2 as store
+        from relaynet.store import table as t
+
+        item = [i for i in store.channel_items(state["net"], state["channel_id"]) if i["SK"].startswith("ENV#")][-1]
+        state["envelope_id"] = item["envelope_id"]
+        record = {"eventID": "1", "eventName": "INSERT", "eventVersion": "1.1", "eventSource": "aws:dynamodb",
+                  "awsRegion": "us-east-1", "dynamodb": {"Keys": {"PK": {"S": item["PK"]}, "SK": {"S": item["SK"]}},
+                                                         "NewImage": t.encode(item), "SequenceNumber": "1",
+                                                         "SizeBytes": 1, "StreamViewType": "NEW_IMAGE"}}
+        assert run("ag2_notifier", {"Records": [record]}) == {"batchItemFailures": []}
+
+    yield Step("ag2 notifier (an envelope to an AG2 recipient)", "ag2_notifier", False, notifier)
+    yield Step("ag2 receipt (ack: the cursor moves)", "ag2_frames", False, lambda: run("ag2_frames", ag2_event(
+        "receipt", "bench-b", {"kind": "receipt", "envelope_id": state["envelope_id"], "status": "ack",
+                               "recipient_id": "reviewer", "channel_id": state["channel_id"], "reason": ""})))
+    yield Step("ag2 read_wal", "ag2_frames", False, lambda: request(
+        "bench-a", "read_wal", {"channel_id": state["channel_id"], "since": 0, "until": None}))
+    yield Step("ag2 hello (re-attach with replay)", "ag2_frames", False, lambda: run("ag2_frames", ag2_event(
+        "hello", "bench-b", {"kind": "hello", "name": "reviewer", "auth_scheme": "api_key",
+                             "auth_claim": {"token": tok["reviewer0"]}, "since_envelope_id": ""})))
+
+    yield Step("ag2 create_channel (an invite nobody acks)", "ag2_frames", False, lambda: request(
+        "bench-a", "create_channel", {"creator_id": "planner", "manifest_type": "conversation",
+                                      "participants": ["reviewer"]}))
+
+    def keepalive() -> None:
+        from relaynet import clock
+
+        with clock_at(clock.now_ms() + 5 * 60_000):
+            assert run("ag2_keepalive", {"source": "aws.events"}) == {"pinged": 2, "invite_timeouts": 1}
+
+    yield Step("ag2 keepalive (idle connections pinged, an unacked invite timed out)", "ag2_keepalive", False,
+               keepalive)
+    yield Step("ag2 $disconnect", "ag2_connection", False, lambda: run("ag2_connection", ag2_event(
+        "$disconnect", "bench-a")))
+
+
+def _ag2_envelope(channel_id: str, sender: str, event_type: str, data: dict[str, Any]) -> dict[str, Any]:
+    """An AG2 ``Envelope.to_dict()`` as the client posts it (the hub stamps id and time)."""
+    return {"channel_id": channel_id, "sender_id": sender, "audience": None, "event_type": event_type,
+            "event_data": data, "envelope_id": "", "task_id": None, "causation_id": None, "trace_id": None,
+            "priority": "normal", "depth": 0, "idempotency_key": None, "created_at": "", "ttl_seconds": None}
+
 # --------------------------------------------------------------------------- the bill
 
 def lambda_cost(requests: int) -> float:

@@ -35,9 +35,13 @@ TEMPLATE = ROOT / "template.yaml"
 PRESENCE = {"UpdateItem"}  # relaynet.identity.touch, for instance tokens (worker and plugin surfaces)
 #: Declared actions only a failure path needs, which a scenario cannot reach without breaking the
 #: table: each with the reason. Everything else a handler declares must be used by the scenarios.
+_GONE = "forgets a connection (and its bindings) whose postToConnection answered Gone (relaynet.ag2.ops.flush)"
 FAILURE_PATHS: dict[str, dict[str, str]] = {
     "network_inbox": {"PutItem": "puts taken mailbox entries back when their thread copies cannot be "
                                  "read (relaynet.messaging._restore)"},
+    "ag2_frames": {"DeleteItem": _GONE},
+    "ag2_notifier": {"GetItem": _GONE, "DeleteItem": _GONE},
+    "ag2_keepalive": {"GetItem": _GONE, "DeleteItem": _GONE},
 }
 
 
@@ -138,7 +142,12 @@ def test_each_function_policy_names_exactly_its_declared_actions_on_the_table_an
     assert len(policies) == 1 and set(policies[0]) == {"Statement"}, (
         f"{stem}: the policy must be one inline statement (no SAM policy templates such as "
         "DynamoDBCrudPolicy, which grant more than the declaration)")
-    (statement,) = policies[0]["Statement"]
+    statement, *others = policies[0]["Statement"]
+    for other in others:  # the AG2 wire functions also post to WebSocket connections, and nothing else
+        assert other == {"Effect": "Allow", "Action": ["execute-api:ManageConnections"], "Resource": {
+            "Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${Ag2Api}/ag2/POST/@connections/*"}
+        }, stem
+        assert stem in ("ag2_frames", "ag2_notifier", "ag2_keepalive"), stem
     table_id = table_logical_id()
     assert statement["Effect"] == "Allow"
     assert statement["Action"] == [f"dynamodb:{a}" for a in actions], (

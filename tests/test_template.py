@@ -152,9 +152,12 @@ def test_the_stage_throttles_every_route_with_parameters(template):
     assert params["ThrottleBurstLimit"] > 0 and params["ThrottleRateLimit"] > 0
 
 
-def test_sweep_and_push_retries_run_every_minute(template):
+def test_sweep_and_push_retries_run_every_minute_and_the_ag2_keepalive_well_inside_the_idle_timeout(template):
+    """The AG2 keepalive pings connections silent 4 minutes every 2 minutes: a quiet connection
+    hears from the hub within 6 minutes, inside API Gateway's 10-minute idle timeout."""
     assert sorted((s.function.handler, s.expression) for s in template.schedules) == [
-        ("push_retry.handler", "rate(1 minute)"), ("sweep.handler", "rate(1 minute)")]
+        ("ag2_keepalive.handler", "rate(2 minutes)"), ("push_retry.handler", "rate(1 minute)"),
+        ("sweep.handler", "rate(1 minute)")]
 
 
 def test_the_notifier_reads_new_mailbox_entries_from_the_stream_with_partial_batch_failures_and_a_dlq():
@@ -217,9 +220,14 @@ def test_configuration_reaches_every_function(template):
 
 
 def test_layer_is_built_from_shared():
+    """SharedLayer (every function) is shared/; Ag2Layer (AG2's package, for the AG2 wire
+    functions only, so no other function carries it) is shared/ag2-layer/."""
     resources = load_yaml(TEMPLATE)["Resources"]
-    layers = [r for r in resources.values() if r["Type"] == "AWS::Serverless::LayerVersion"]
-    assert len(layers) == 1 and layers[0]["Properties"]["ContentUri"] == "shared/"
+    layers = {lid: r for lid, r in resources.items() if r["Type"] == "AWS::Serverless::LayerVersion"}
+    assert sorted(layers) == ["Ag2Layer", "SharedLayer"]
+    assert layers["SharedLayer"]["Properties"]["ContentUri"] == "shared/"
+    assert layers["Ag2Layer"]["Properties"]["ContentUri"] == "shared/ag2-layer/"
+    assert "ag2==" in (ROOT / "shared" / "ag2-layer" / "requirements.txt").read_text(encoding="utf-8")
     requirements = (ROOT / "shared" / "requirements.txt").read_text(encoding="utf-8").lower()
     for package in ("aws-lambda-powertools", "pydantic", "pyyaml"):
         assert package in requirements
@@ -236,16 +244,20 @@ def _resources() -> dict:
 def test_runtime_and_architecture_match_the_layer():
     doc = load_yaml(TEMPLATE)
     fn = doc["Globals"]["Function"]
-    layer = next(r for r in doc["Resources"].values() if r["Type"] == "AWS::Serverless::LayerVersion")
     assert fn["Runtime"] == "python3.11"  # `sam build` without Docker needs this Python locally (CI: 3.11)
     assert fn["Architectures"] == ["arm64"]
-    assert layer["Properties"]["CompatibleRuntimes"] == [fn["Runtime"]]
-    assert layer["Properties"]["CompatibleArchitectures"] == fn["Architectures"]
-    assert layer["Metadata"] == {"BuildMethod": fn["Runtime"], "BuildArchitecture": "arm64"}
+    for layer in (r for r in doc["Resources"].values() if r["Type"] == "AWS::Serverless::LayerVersion"):
+        assert layer["Properties"]["CompatibleRuntimes"] == [fn["Runtime"]]
+        assert layer["Properties"]["CompatibleArchitectures"] == fn["Architectures"]
+        assert layer["Metadata"] == {"BuildMethod": fn["Runtime"], "BuildArchitecture": "arm64"}
     for lid, r in doc["Resources"].items():
         if r["Type"] == "AWS::Serverless::Function":
             props = r["Properties"]
-            assert "Runtime" not in props and "Architectures" not in props and "Layers" not in props, lid
+            assert "Runtime" not in props and "Architectures" not in props, lid
+            # Globals' SharedLayer for all; the AG2 wire functions that import ag2 add Ag2Layer (SAM appends)
+            assert props.get("Layers", [{"Ref": "Ag2Layer"}]) == [{"Ref": "Ag2Layer"}], lid
+            assert ("Layers" in props) == (props["Handler"].split(".")[0] in ("ag2_frames", "ag2_notifier",
+                                                                              "ag2_keepalive")), lid
 
 
 def test_every_function_and_the_api_log_with_the_retention_parameter():
@@ -299,6 +311,7 @@ def test_sam_translates_the_template_with_the_authorizer_permission_and_one_role
     doc = yaml_parse(TEMPLATE.read_text(encoding="utf-8"))
     doc["Globals"]["Function"]["CodeUri"] = "s3://bucket/functions.zip"  # what `sam package` substitutes
     doc["Resources"]["SharedLayer"]["Properties"]["ContentUri"] = "s3://bucket/layer.zip"
+    doc["Resources"]["Ag2Layer"]["Properties"]["ContentUri"] = "s3://bucket/ag2-layer.zip"
 
     class Policies:
         def load(self):
@@ -322,9 +335,10 @@ def test_sam_translates_the_template_with_the_authorizer_permission_and_one_role
     roles = [lid for lid, r in out.items() if r["Type"] == "AWS::IAM::Role"]
     assert len(roles) == len(functions) == len(handler_files())
     rules = [r for r in out.values() if r["Type"] == "AWS::Events::Rule"]
-    assert [r["Properties"]["ScheduleExpression"] for r in rules] == ["rate(1 minute)"] * 2
+    assert sorted(r["Properties"]["ScheduleExpression"] for r in rules) == ["rate(1 minute)"] * 2 + [
+        "rate(2 minutes)"]  # sweep, push retry; the AG2 keepalive
     mappings = [r["Properties"] for r in out.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
-    assert [m["FunctionName"] for m in mappings] == [{"Ref": "NotifierFunction"}]
+    assert sorted(m["FunctionName"]["Ref"] for m in mappings) == ["Ag2NotifierFunction", "NotifierFunction"]
     role = out["NotifierFunctionRole"]["Properties"]
     statements = [st for pol in role.get("Policies", []) for st in pol["PolicyDocument"]["Statement"]]
     assert any("sqs:SendMessage" in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])
@@ -379,6 +393,8 @@ def test_sam_build_builds_every_function_and_the_layer_without_docker(tmp_path):
         lid = logical_id(stem)
         assert (build / lid / f"{stem}.py").is_file(), f"{lid} was not built"
         assert built[lid]["Properties"]["CodeUri"] == lid
+    assert (build / "Ag2Layer" / "python" / "ag2" / "network" / "adapters" / "consulting.py").is_file(), \
+        "the AG2 wire's layer lacks ag2"
     layer = build / "SharedLayer" / "python"
     for package in ("relaynet/__init__.py", "relaynet/store/table.py", "relaynet/ui/index.html", "relaynet/ui/app.js",
                     "relaynet/ui/app.css", "relaynet/ui/icon.svg", "aws_lambda_powertools", "pydantic",

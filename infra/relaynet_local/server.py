@@ -68,9 +68,13 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterable
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from relaynet_local import events, lambdas
+from relaynet_local.ag2_ws import INSTALL_HINT as AG2_INSTALL_HINT
+from relaynet_local.ag2_ws import MANAGEMENT_PREFIX, Ag2Gateway
+from relaynet_local.ag2_ws import PATH as AG2_PATH
+from relaynet_local.ag2_ws import STAGE as AG2_STAGE
 from relaynet_local.dynamodb_local import DynamoDBLocal, TransactionBarrier
 from relaynet_local.memory_store import MemoryStore
 from relaynet_local.throttle import RouteThrottle
@@ -243,6 +247,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self, stack: "LocalStack", path: str, query: str, body: bytes | None,
                request_id: str) -> int:
+        if path.startswith(MANAGEMENT_PREFIX) and stack.ag2 is not None and stack.ag2.enabled:
+            # API Gateway's management API of the AG2 WebSocket API (postToConnection): relaynet_local.ag2_ws
+            status, data = stack.ag2.manage(self.command, unquote(path[len(MANAGEMENT_PREFIX):]), body or b"")
+            self._send(status, {"content-type": "application/json"} if data else {}, data, request_id)
+            return status
         matched = stack.router.match(self.command, path)
         if matched is None:
             return self._error(404, "not_found", f"no route {self.command} {path}", request_id)
@@ -298,6 +307,15 @@ class _HTTPServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], stack: "LocalStack"):
         self.stack = stack
         super().__init__(address, _Handler)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """A ``GET /v1/ag2`` upgrade is the AG2 WebSocket API's (relaynet_local.ag2_ws); anything
+        else is HTTP."""
+        gateway = self.stack.ag2
+        if gateway is not None and gateway.enabled and gateway.owns(request):
+            gateway.serve_socket(request, client_address)
+            return
+        super().finish_request(request, client_address)
 
 
 # --------------------------------------------------------------------------------------------
@@ -355,6 +373,8 @@ class LocalStack:
         self._stopping = threading.Event()
         self._saved_env: dict[str, str | None] = {}
         self._sweep_lock = threading.Lock()
+        self.ag2: Ag2Gateway | None = None
+        self.ag2_url = ""
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -376,9 +396,14 @@ class LocalStack:
             self._ensure_table()
             if self.preload:
                 self._preload()
+            self.ag2 = Ag2Gateway(self.template.document, self._invoke_ag2)
             self._http = _HTTPServer((self.host, self.port), self)
             self.port = self._http.server_address[1]
             self.url = f"http://{self.host}:{self.port}"
+            self.ag2_url = f"ws://{self.host}:{self.port}{AG2_PATH}" if self.ag2.enabled else ""
+            self.ag2.domain = f"{self.host}:{self.port}"
+            self._saved_env.setdefault("RELAYNET_AG2_MANAGEMENT_URL", os.environ.get("RELAYNET_AG2_MANAGEMENT_URL"))
+            os.environ["RELAYNET_AG2_MANAGEMENT_URL"] = f"{self.url}/{AG2_STAGE}"
             self._spawn("relaynet-local-http", self._http.serve_forever)
             self._serving = True
             if self.sweep_interval > 0 and self.template.schedules:
@@ -397,6 +422,9 @@ class LocalStack:
     def stop(self) -> None:
         """Stop serving, the timer and moto; restore the environment. Safe to call twice."""
         self._stopping.set()
+        if self.ag2 is not None:
+            self.ag2.stop()
+            self.ag2 = None
         if getattr(self, "_streams", None) is not None:
             self._streams.stop()
             self._streams = None
@@ -439,6 +467,13 @@ class LocalStack:
             if took > function.timeout:
                 log.warning("%s ran %.1f s, over its Timeout of %d s: AWS would have stopped it",
                             function.logical_id, took, function.timeout)
+
+    def _invoke_ag2(self, function_id: str, event: dict[str, Any]) -> Any:
+        """Run a WebSocket route's function (relaynet_local.ag2_ws), its writes settled."""
+        try:
+            return self.invoke(self.template.functions[function_id], event)
+        finally:
+            self.settle_writes()
 
     def settle_writes(self) -> None:
         """Before an answer leaves: make this thread's transactions durable on DynamoDB Local
@@ -758,6 +793,10 @@ def _serve(out: Any, stack: LocalStack, spec: str | os.PathLike[str] | None, tok
             else:
                 log.warning("no tokens to print MCP configurations for (use a spec)")
         print(f"Relaynet hub listening on {stack.url}", file=out, flush=True)
+        if stack.ag2_url:
+            print(f"AG2 hub: HubClient(WsLink({stack.ag2_url!r}))"
+                  + ("" if stack.ag2 and stack.ag2.available else f" needs websockets: {AG2_INSTALL_HINT}"),
+                  file=out, flush=True)
         if any(r.path == "/v1/ui" for r in stack.template.routes):
             print(f"Operator page: {stack.url}/v1/ui (sign in with a representative token of {tokens_path})",
                   file=out, flush=True)

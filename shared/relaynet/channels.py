@@ -138,11 +138,13 @@ def _due(channel: dict[str, Any], state: dict[str, Any]) -> int:
 
 
 def send(principal: Principal, channel_id: str, attempt: Send, content: Any, audience: list[str] | None = None,
-         event_type: str = "text", head: dict[str, Any] | None = None) -> dict[str, Any]:
+         event_type: str = "text", head: dict[str, Any] | None = None,
+         causation_id: str | None = None) -> dict[str, Any]:
     """Post an envelope if the adapter allows it. Returns ``{envelope_id, seq, channel_state,
     next_speaker}``. ``head``: the channel head as the caller just wrote it, used instead of
     reading it for the first attempt (a stale one fails the head's condition and is read again;
-    open, which passes it, has checked the abuse limits already).
+    open, which passes it, has checked the abuse limits already). ``causation_id``: the envelope
+    this one answers (AG2's wire passes it through; relaynet.ag2.ops).
 
     Raises NotFound, PermissionDenied (non-participant), InvalidArgument (audience or handoff
     target not a participant), Conflict ``channel_closed`` | ``not_your_turn`` | ``wrong_tool``,
@@ -171,7 +173,7 @@ def send(principal: Principal, channel_id: str, attempt: Send, content: Any, aud
             limits.check_mailboxes(net, [{"agent": n} for n in (audience or members) if n != principal.agent])
         seq = int(channel["seq"]) + 1
         env, actions = _envelope_actions(net, channel, decision.state, seq, principal.agent, event_type, content,
-                                         audience, now, closing=decision.close_reason)
+                                         audience, now, causation_id, closing=decision.close_reason)
         last = seq
         if decision.close_reason:
             last = seq + 1

@@ -177,7 +177,7 @@ def _depth(value: Any, level: int = 1) -> None:
 
 
 def parse_body(body: str) -> dict[str, Any]:
-    """The request body as a JSON object, strictly (PROTOCOL.md 2; docs/protocol.md 11): no
+    """The request body as a JSON object, strictly (PROTOCOL.md 2; docs/protocol.md 12): no
     duplicate keys, numbers of at most 30 digits (no NaN or Infinity), at most 16 levels of
     nesting, no lone surrogates (text that cannot be UTF-8). Raises InvalidArgument (field ``body``)."""
     def bad(message: str) -> InvalidArgument:

@@ -1,0 +1,35 @@
+"""AG2 wire, every frame of the WebSocket API (routes ``hello``, ``request``, ``receipt``,
+``ping`` by ``$request.body.kind``, and ``$default``): relaynet.ag2.wire decodes and dispatches
+it to relaynet.ag2.ops, and the answers leave by postToConnection (docs/protocol.md 12)."""
+
+from aws_lambda_powertools import Logger
+
+from relaynet import clock
+from relaynet.ag2 import ops, post
+from relaynet.ag2.wire import Wire
+from relaynet.store import ag2 as store
+from relaynet.store import table
+
+logger = Logger(service="relaynet")
+wire = Wire(ops.OPS, ops.hello, ops.receipt, ops.DEFERRED)
+
+# The DynamoDB actions this function may use (its policy in template.yaml names exactly these).
+# GetItem/Query/BatchGetItem read connections, tokens, the directory, channels and bindings;
+# PutItem/UpdateItem write bindings, identities, cursors, handshakes and sends (transactions);
+# DeleteItem forgets a connection whose postToConnection answered Gone.
+DYNAMODB_ACTIONS = ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")
+TOUCH_INTERVAL_MS = 60_000  # a connection's last activity is written at most once a minute
+
+
+@table.declares(DYNAMODB_ACTIONS, "ag2_frames")
+def handler(event, context):
+    ctx = event["requestContext"]
+    connection_id = ctx["connectionId"]
+    conn = store.get_connection(connection_id) or {"connection_id": connection_id, "bindings": {}}
+    now = clock.now_ms()
+    if now - int(conn.get("last_ms") or 0) >= TOUCH_INTERVAL_MS and "last_ms" in conn:
+        store.touch_connection(connection_id, now)
+    session = ops.Session(connection_id=connection_id, connection=conn)
+    wire.handle(session, event.get("body") or "")
+    ops.flush(session, post.endpoint(ctx))
+    return {"statusCode": 200}

@@ -1,0 +1,268 @@
+"""The AG2 wire in the local stack: template.yaml's WebSocket API (``AWS::ApiGatewayV2::Api``,
+``ProtocolType: WEBSOCKET``) served at ``ws://HOST:PORT/v1/ag2`` on the hub's own port, and API
+Gateway's management API (postToConnection) at ``/ag2/@connections/{id}``, so the same handlers
+run as in AWS.
+
+- The routes come from the template: each ``AWS::ApiGatewayV2::Route`` of the WebSocket API, its
+  ``RouteKey`` and, through its integration's ``IntegrationUri``, the function it invokes.
+  Route selection is the API's ``RouteSelectionExpression`` (``$request.body.<field>``): a JSON
+  message's field names the route, anything else goes to ``$default``.
+- A connection is upgraded by the ``websockets`` library (its threading implementation) on the
+  socket the HTTP server accepted: :meth:`Ag2Gateway.owns` peeks at the request line first.
+- ``$connect`` runs before the upgrade is answered (a failure refuses it), ``$disconnect`` after
+  the socket closes; each message is an invocation on a worker thread, as API Gateway invokes
+  Lambda concurrently; the event has API Gateway's WebSocket shape (``requestContext``:
+  ``routeKey``, ``eventType``, ``connectionId``, ``domainName``, ``stage``, ...; ``body``).
+- API Gateway's limits, the same here: a client frame over 32 KB closes the connection (1009),
+  a postToConnection over 128 KB is refused (413), a connection ends after 2 hours (1001; set
+  ``RELAYNET_AG2_MAX_CONNECTION_SECONDS`` to shorten it) and after 10 minutes without a message
+  either way (``RELAYNET_AG2_IDLE_SECONDS``).
+
+Without the ``websockets`` package, ``/v1/ag2`` answers 501 naming the command that installs it.
+"""
+
+from __future__ import annotations
+
+import base64
+import concurrent.futures
+import json
+import logging
+import os
+import re
+import socket
+import threading
+import time
+import uuid
+from typing import Any, Callable
+
+log = logging.getLogger("local_stack.ag2")
+
+PATH = "/v1/ag2"
+STAGE = "ag2"
+MANAGEMENT_PREFIX = f"/{STAGE}/@connections/"
+MAX_CLIENT_FRAME = 32 * 1024
+MAX_SERVER_MESSAGE = 128 * 1024
+INSTALL_HINT = "pip install 'relaynet[ag2]' (or: pip install websockets)"
+
+
+def _sub_function(value: Any) -> str | None:
+    """The function logical id in an integration's ``IntegrationUri`` (``!Sub ...${Fn.Arn}...``)."""
+    text = value.get("Fn::Sub") if isinstance(value, dict) else value
+    if isinstance(text, list):
+        text = text[0]
+    m = re.search(r"\$\{([A-Za-z0-9]+)\.Arn\}", str(text or ""))
+    return m.group(1) if m else None
+
+
+def _target_ref(value: Any) -> str | None:
+    text = value.get("Fn::Sub") if isinstance(value, dict) else value
+    m = re.search(r"integrations/\$\{([A-Za-z0-9]+)\}", str(text or ""))
+    return m.group(1) if m else None
+
+
+def websocket_routes(document: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    """``(selection field, {route key: function logical id})`` of the template's WebSocket API
+    (``("", {})`` when it has none)."""
+    resources = document.get("Resources") or {}
+    apis = [lid for lid, r in resources.items() if isinstance(r, dict) and r.get("Type") == "AWS::ApiGatewayV2::Api"
+            and (r.get("Properties") or {}).get("ProtocolType") == "WEBSOCKET"]
+    if not apis:
+        return "", {}
+    api = apis[0]
+    expr = str(resources[api]["Properties"].get("RouteSelectionExpression") or "")
+    field = expr.removeprefix("$request.body.") if expr.startswith("$request.body.") else ""
+    routes: dict[str, str] = {}
+    for r in resources.values():
+        if not isinstance(r, dict) or r.get("Type") != "AWS::ApiGatewayV2::Route":
+            continue
+        props = r.get("Properties") or {}
+        if (props.get("ApiId") or {}).get("Ref") != api:
+            continue
+        integration = resources.get(_target_ref(props.get("Target")) or "") or {}
+        fn = _sub_function((integration.get("Properties") or {}).get("IntegrationUri"))
+        if fn:
+            routes[str(props["RouteKey"])] = fn
+    return field, routes
+
+
+class Ag2Gateway:
+    """The WebSocket API of one local stack. ``invoke(function logical id, event)`` runs a
+    function as Lambda would; ``host``/``port`` are the hub's."""
+
+    def __init__(self, document: dict[str, Any], invoke: Callable[[str, dict[str, Any]], Any]):
+        self.field, self.routes = websocket_routes(document)
+        self.invoke = invoke
+        self.connections: dict[str, Any] = {}
+        self.last_message: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="ag2-invoke")
+        self.domain = ""
+        self.max_seconds = float(os.environ.get("RELAYNET_AG2_MAX_CONNECTION_SECONDS", 7200))
+        self.idle_seconds = float(os.environ.get("RELAYNET_AG2_IDLE_SECONDS", 600))
+        try:
+            from websockets.sync.server import serve  # noqa: F401
+            self.available = True
+        except ImportError:
+            self.available = False
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.routes)
+
+    def stop(self) -> None:
+        with self._lock:
+            conns = list(self.connections.values())
+        for conn in conns:
+            try:
+                conn.close(1001, "hub stopping")
+            except Exception:  # noqa: BLE001 - already closing
+                pass
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- the upgrade -------------------------------------------------------------------------
+
+    @staticmethod
+    def owns(sock: socket.socket) -> bool:
+        """Whether the first request on ``sock`` is ``GET /v1/ag2`` (peeked, nothing consumed)."""
+        want = f"GET {PATH}".encode()
+        deadline = time.monotonic() + 2
+        sock.settimeout(2)
+        try:
+            while time.monotonic() < deadline:
+                head = sock.recv(len(want) + 1, socket.MSG_PEEK)
+                if len(head) >= len(want) + 1 or not head:
+                    return head.startswith(want) and head[len(want):len(want) + 1] in (b" ", b"?", b"/")
+                time.sleep(0.005)
+        except OSError:
+            return False
+        finally:
+            sock.settimeout(None)
+        return False
+
+    def serve_socket(self, sock: socket.socket, address: Any) -> None:
+        """Upgrade and serve one connection on the calling thread, until it closes."""
+        if not self.available:
+            body = json.dumps({"error": {"code": "not_implemented",
+                                         "message": f"the AG2 wire needs the websockets package: {INSTALL_HINT}"}})
+            sock.sendall(f"HTTP/1.1 501 Not Implemented\r\nContent-Type: application/json\r\n"
+                         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n{body}".encode())
+            sock.close()
+            return
+        from websockets.sync.server import serve
+
+        holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # never listened on: serve() wants one
+        server = serve(self._handler, sock=holder, max_size=MAX_CLIENT_FRAME, ping_interval=None,
+                       process_request=self._process_request, compression=None)
+        try:
+            server.handler(sock, address)  # websockets' per-connection handshake + handler
+        finally:
+            holder.close()
+
+    def _process_request(self, connection: Any, request: Any) -> Any:
+        path = request.path.split("?", 1)[0]
+        if path != PATH:
+            return connection.respond(404, f"no WebSocket route {path}\n")
+        connection_id = base64.b64encode(uuid.uuid4().bytes[:10]).decode()
+        connection.ag2_connection_id = connection_id
+        connection.ag2_query = request.path.partition("?")[2]
+        with self._lock:
+            self.connections[connection_id] = connection
+            self.last_message[connection_id] = time.monotonic()
+        try:
+            result = self._invoke("$connect", connection_id, None, eventType="CONNECT")
+            status = int((result or {}).get("statusCode", 200)) if isinstance(result, dict) else 200
+        except Exception:  # noqa: BLE001 - API Gateway refuses the connection too
+            log.exception("AG2 $connect failed")
+            status = 500
+        if status >= 300:
+            with self._lock:
+                self.connections.pop(connection_id, None)
+            return connection.respond(403 if status < 500 else 500, "connection refused\n")
+        return None
+
+    # -- one connection ----------------------------------------------------------------------
+
+    def _handler(self, connection: Any) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        connection_id = connection.ag2_connection_id
+        opened = time.monotonic()
+        try:
+            while True:
+                remaining = self.max_seconds - (time.monotonic() - opened)
+                if remaining <= 0:
+                    connection.close(1001, "Going away: the 2-hour connection limit")
+                    break
+                idle_left = self.idle_seconds - (time.monotonic() - self.last_message.get(connection_id, opened))
+                if idle_left <= 0:
+                    connection.close(1001, "Going away: idle for 10 minutes")
+                    break
+                try:
+                    message = connection.recv(timeout=min(remaining, idle_left, 5.0))
+                except TimeoutError:
+                    continue
+                except ConnectionClosed:
+                    break
+                self.last_message[connection_id] = time.monotonic()
+                self._pool.submit(self._message, connection_id, message)
+        finally:
+            with self._lock:
+                self.connections.pop(connection_id, None)
+                self.last_message.pop(connection_id, None)
+            try:
+                self._invoke("$disconnect", connection_id, None, eventType="DISCONNECT")
+            except Exception:  # noqa: BLE001 - logged, as API Gateway would
+                log.exception("AG2 $disconnect failed")
+
+    def _message(self, connection_id: str, message: str | bytes) -> None:
+        text = message.decode("utf-8", "replace") if isinstance(message, bytes) else message
+        route = "$default"
+        try:
+            data = json.loads(text)
+            if isinstance(data, dict) and isinstance(data.get(self.field), str) and data[self.field] in self.routes:
+                route = data[self.field]
+        except ValueError:
+            pass
+        try:
+            self._invoke(route, connection_id, text, eventType="MESSAGE")
+        except Exception:  # noqa: BLE001 - API Gateway logs an integration failure
+            log.exception("AG2 route %s failed", route)
+
+    def _invoke(self, route: str, connection_id: str, body: str | None, **ctx: Any) -> Any:
+        fn = self.routes.get(route) or self.routes.get("$default")
+        if fn is None:
+            return {"statusCode": 200}
+        now = time.time()
+        event = {"requestContext": {
+            "routeKey": route, "eventType": ctx["eventType"], "connectionId": connection_id,
+            "messageId": uuid.uuid4().hex[:16], "domainName": self.domain, "stage": STAGE,
+            "apiId": "local", "requestId": uuid.uuid4().hex, "connectedAt": int(now * 1000),
+            "requestTimeEpoch": int(now * 1000), "messageDirection": "IN",
+            "identity": {"sourceIp": "127.0.0.1"}}, "isBase64Encoded": False}
+        if body is not None:
+            event["body"] = body
+        return self.invoke(fn, event)
+
+    # -- the management API (postToConnection) ---------------------------------------------
+
+    def manage(self, method: str, connection_id: str, body: bytes) -> tuple[int, bytes]:
+        """``POST`` (send ``body`` as one text message), ``GET`` (connection info) or ``DELETE``
+        (close) on ``/@connections/{id}``; ``(status, JSON body)`` as API Gateway answers."""
+        with self._lock:
+            conn = self.connections.get(connection_id)
+        if conn is None:
+            return 410, json.dumps({"message": "Gone", "__type": "GoneException"}).encode()
+        if method == "POST":
+            if len(body) > MAX_SERVER_MESSAGE:
+                return 413, json.dumps({"message": "Request entity too large",
+                                        "__type": "PayloadTooLargeException"}).encode()
+            try:
+                conn.send(body.decode("utf-8"))
+            except Exception:  # noqa: BLE001 - the socket closed meanwhile
+                return 410, json.dumps({"message": "Gone", "__type": "GoneException"}).encode()
+            self.last_message[connection_id] = time.monotonic()
+            return 200, b""
+        if method == "DELETE":
+            conn.close(1000, "closed by the hub")
+            return 204, b""
+        return 200, json.dumps({"connectedAt": None, "identity": {"sourceIp": "127.0.0.1"}}).encode()

@@ -1,0 +1,361 @@
+"""AG2 agents connect unmodified (docs/protocol.md 12): AG2's own client, ``HubClient(WsLink(url))``,
+against ``relaynet serve`` at ws://127.0.0.1:PORT/v1/ag2, using only AG2's public client API.
+The demo network's agents are the identities; their instance tokens are the passports' claims."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+ag2_network = pytest.importorskip("ag2.network")
+pytest.importorskip("websockets", reason="WsLink needs the websockets package (pip install 'relaynet[ag2]')")
+
+from ag2 import Agent  # noqa: E402
+from ag2.network import AuthBlock, HubClient, Passport, Resume, WsLink  # noqa: E402
+from ag2.network.envelope import EV_CHANNEL_CLOSED, EV_TEXT  # noqa: E402
+from ag2.network.errors import AccessDeniedError, AuthError, NetworkError  # noqa: E402
+from ag2.testing import TestConfig  # noqa: E402
+
+from tests.e2e.conftest import Hub  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+WAIT = 15.0
+
+
+def ws_url(hub: Hub) -> str:
+    return hub.url.replace("http://", "ws://") + "/v1/ag2"
+
+
+def passport(hub: Hub, name: str, *, token_of: str | None = None, kind: str | None = None) -> Passport:
+    """AG2's Passport whose api_key claim is an rn_inst_ token (of ``token_of``'s first instance)."""
+    return Passport(name=name, kind=kind, auth=AuthBlock(scheme="api_key", claim={"token": hub.token(token_of or name)}))
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 90))
+
+
+def texts(envelopes) -> list[tuple[str, str]]:
+    return [(e.sender_id, e.event_data["text"]) for e in envelopes if e.event_type == EV_TEXT]
+
+
+async def next_text(client, channel_id: str):
+    return await client.wait_for_channel_event(channel_id=channel_id, predicate=lambda e: e.event_type == EV_TEXT,
+                                               timeout=WAIT)
+
+
+def tool(hub: Hub, name: str, body: dict, agent: str) -> dict:
+    resp = httpx.post(f"{hub.url}/v1/tools/{name}", json=body, timeout=30,
+                      headers={"Authorization": f"Bearer {hub.token(agent)}"})
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def test_two_humans_consult_the_question_and_answer_cross_and_the_channel_closes_consulting_complete(hub):
+    async def story():
+        a, b = HubClient(WsLink(ws_url(hub))), HubClient(WsLink(ws_url(hub)))
+        try:
+            alice = await a.register_human(passport(hub, "planner"))
+            bob = await b.register_human(passport(hub, "reviewer"))
+            assert (alice.agent_id, bob.agent_id) == ("planner", "reviewer")  # the agent name is the identity
+            channel = await alice.open(type="consulting", target="reviewer", intent="a quick check")
+            assert channel.metadata.state.value == "active"  # the invite was acked before open returned
+            assert [p.agent_id for p in channel.metadata.participants] == ["planner", "reviewer"]
+            await alice.send(channel.channel_id, "Is /health cached?")
+            question = await next_text(bob, channel.channel_id)
+            assert (question.sender_id, question.event_data) == ("planner", {"text": "Is /health cached?"})
+            await bob.send(channel.channel_id, "No, computed per request.", causation_id=question.envelope_id)
+            answer = await next_text(alice, channel.channel_id)
+            assert answer.event_data["text"] == "No, computed per request."
+            assert answer.causation_id == question.envelope_id
+            closed = await alice.wait_for_channel_event(
+                channel_id=channel.channel_id, predicate=lambda e: e.event_type == EV_CHANNEL_CLOSED, timeout=WAIT)
+            assert closed.event_data["reason"] == "consulting_complete"
+            meta = await b.get_channel(channel.channel_id)
+            assert (meta.state.value, meta.close_reason) == ("closed", "consulting_complete")
+            with pytest.raises(NetworkError, match="closed"):  # nothing more is accepted
+                await alice.send(channel.channel_id, "one more thing")
+            return channel.channel_id
+        finally:
+            await a.close()
+            await b.close()
+
+    channel_id = run(story())
+    # the same channel, seen through the HTTP plugin surface: a Relaynet consulting channel
+    info = tool(hub, "channels", {"action": "info", "channel_id": channel_id}, "planner")
+    assert info["channel"]["type"] == "consulting" and info["channel"]["close_reason"] == "consulting_complete"
+    assert [(e["sender"], e["content"]) for e in info["envelopes"] if e["event_type"] == "text"] == [
+        ("planner", "Is /health cached?"), ("reviewer", "No, computed per request.")]
+
+
+def test_a_conversation_wal_reads_back_in_order_and_pages_with_since_and_until(hub):
+    async def story():
+        a, b = HubClient(WsLink(ws_url(hub))), HubClient(WsLink(ws_url(hub)))
+        try:
+            alice = await a.register_human(passport(hub, "planner"))
+            bob = await b.register_human(passport(hub, "coder"))
+            channel = await alice.open(type="conversation", target="coder")
+            sent = []
+            for i in range(3):
+                await alice.send(channel.channel_id, f"a{i}")
+                got = await next_text(bob, channel.channel_id)
+                await bob.send(channel.channel_id, f"b{i}", causation_id=got.envelope_id)
+                await next_text(alice, channel.channel_id)
+                sent += [("planner", f"a{i}"), ("coder", f"b{i}")]
+            wal = await a.read_wal(channel.channel_id)
+            assert texts(wal) == sent
+            assert wal[0].event_type == "ag2.channel.opened"
+            ids = [e.envelope_id for e in wal]
+            assert ids == sorted(ids) and len(set(ids)) == len(ids)
+            assert [e.envelope_id for e in await b.read_wal(channel.channel_id, since=2, until=4)] == ids[2:4]
+            assert await b.read_wal(channel.channel_id, since=len(wal)) == []
+        finally:
+            await a.close()
+            await b.close()
+
+    run(story())
+
+
+def test_a_third_agent_is_refused_and_a_wrong_token_is_an_auth_error(hub):
+    async def story():
+        a, b, c = (HubClient(WsLink(ws_url(hub))) for _ in range(3))
+        try:
+            alice = await a.register_human(passport(hub, "planner"))
+            await b.register_human(passport(hub, "reviewer"))
+            eve = await c.register_human(passport(hub, "coder"))
+            channel = await alice.open(type="consulting", target="reviewer")
+            with pytest.raises(AccessDeniedError):  # not a participant: no sending
+                await eve.send(channel.channel_id, "let me in")
+            with pytest.raises(AccessDeniedError):  # ... and no reading
+                await c.read_wal(channel.channel_id)
+            with pytest.raises(AccessDeniedError):  # nor posting as someone else
+                await c.post_envelope(ag2_network.Envelope(channel_id=channel.channel_id, sender_id="planner",
+                                                           audience=None, event_type=EV_TEXT,
+                                                           event_data={"text": "spoofed"}))
+            assert texts(await a.read_wal(channel.channel_id)) == []  # nothing was stored
+            with pytest.raises(NetworkError):  # a consulting channel holds exactly two participants
+                await alice.open(type="consulting", target=["reviewer", "coder"])
+        finally:
+            for client in (a, b, c):
+                await client.close()
+
+    run(story())
+
+    async def bad_tokens():
+        d = HubClient(WsLink(ws_url(hub)))
+        try:
+            with pytest.raises(AuthError):  # another agent's token
+                await d.register_human(passport(hub, "planner", token_of="coder"))
+            with pytest.raises(AuthError):  # no such token
+                await d.register_human(Passport(name="planner", auth=AuthBlock(
+                    scheme="api_key", claim={"token": "rn_inst_" + "x" * 43})))
+            with pytest.raises(AuthError):  # AG2's default scheme carries no credential
+                await d.register_human(Passport(name="planner"))
+            with pytest.raises(NetworkError):  # nothing is bound to this connection
+                await d.list_agents()
+        finally:
+            await d.close()
+
+    run(bad_tokens())
+
+
+def test_register_takes_over_a_name_registered_before(hub):
+    async def story():
+        first, second = HubClient(WsLink(ws_url(hub))), HubClient(WsLink(ws_url(hub)))
+        try:
+            await first.register_human(passport(hub, "reviewer"))
+            taken = await second.register_human(passport(hub, "reviewer"))  # AG2's own hub refuses this
+            assert taken.agent_id == "reviewer"
+            await first.close()
+            assert (await second.get_agent("reviewer")).kind == "human"
+        finally:
+            await first.close()
+            await second.close()
+
+    run(story())
+
+
+def test_a_reconnecting_agent_attaches_and_gets_exactly_what_it_missed(hub):
+    def coder() -> Agent:  # answers every text it is handed with a scripted "noted"
+        return Agent("coder", "You take notes.", config=TestConfig(*["noted"] * 10))
+
+    async def story():
+        a = HubClient(WsLink(ws_url(hub)))
+        b1 = HubClient(WsLink(ws_url(hub)))
+        try:
+            alice = await a.register_human(passport(hub, "planner"))
+            bob = await b1.register(coder(), passport(hub, "coder"), Resume())
+            channel = await alice.open(type="conversation", target="coder")
+            await alice.send(channel.channel_id, "before the drop")
+            assert (await next_text(bob, channel.channel_id)).event_data["text"] == "before the drop"
+            await next_text(alice, channel.channel_id)  # its "noted": it handled (and acked) the text
+            await asyncio.sleep(0.5)
+            await b1.close()
+            await asyncio.sleep(0.5)  # $disconnect
+            for text in ("missed one", "missed two"):
+                await alice.send(channel.channel_id, text)
+            b2 = HubClient(WsLink(ws_url(hub)))
+            try:
+                back = await b2.attach(coder(), "coder", passport=passport(hub, "coder"))
+                replayed = [await next_text(back, channel.channel_id) for _ in range(2)]
+                assert [e.event_data["text"] for e in replayed] == ["missed one", "missed two"]
+                await alice.send(channel.channel_id, "live again")
+                assert (await next_text(back, channel.channel_id)).event_data["text"] == "live again"
+                await asyncio.sleep(1.0)
+                assert back.ensure_channel_inbox(channel.channel_id).empty()  # nothing twice, nothing acked before
+            finally:
+                await b2.close()
+        finally:
+            await a.close()
+            await b1.close()
+
+    run(story())
+
+
+def test_an_unmodified_agent_with_ag2s_scripted_test_config_answers_a_consult(hub):
+    async def story():
+        a, b = HubClient(WsLink(ws_url(hub))), HubClient(WsLink(ws_url(hub)))
+        try:
+            alice = await a.register_human(passport(hub, "planner"))
+            await b.register(Agent("reviewer", "You review code.", config=TestConfig("Looks good to me.")),
+                             passport(hub, "reviewer"), Resume(summary="Careful reviews"))
+            channel = await alice.open(type="consulting", target="reviewer")
+            await alice.send(channel.channel_id, "Please review PR 42.")
+            reply = await next_text(alice, channel.channel_id)
+            assert (reply.sender_id, reply.event_data["text"]) == ("reviewer", "Looks good to me.")
+            closed = await alice.wait_for_channel_event(
+                channel_id=channel.channel_id, predicate=lambda e: e.event_type == EV_CHANNEL_CLOSED, timeout=WAIT)
+            assert closed.event_data["reason"] == "consulting_complete"
+        finally:
+            await a.close()
+            await b.close()
+
+    run(story())
+
+
+def test_an_mcp_plugin_agent_and_an_ag2_agent_talk_in_one_channel_and_see_each_other_in_peers(hub):
+    async def story():
+        b = HubClient(WsLink(ws_url(hub)))
+        try:
+            bob = await b.register_human(passport(hub, "reviewer"))
+            # the plugin surface over HTTP (what the MCP bridge relays): planner opens and speaks
+            opened = await asyncio.to_thread(tool, hub, "channels", {
+                "action": "open", "type": "conversation", "target": "reviewer", "message": "Hello from MCP"},
+                "planner")
+            channel_id = opened["channel_id"]
+            heard = await next_text(bob, channel_id)
+            assert (heard.sender_id, heard.event_data["text"]) == ("planner", "Hello from MCP")
+            await bob.send(channel_id, "Hello from AG2", causation_id=heard.envelope_id)
+            for _ in range(50):
+                info = await asyncio.to_thread(tool, hub, "channels", {"action": "info", "channel_id": channel_id},
+                                               "planner")
+                said = [(e["sender"], e["content"]) for e in info["envelopes"] if e["event_type"] == "text"]
+                if len(said) == 2:
+                    break
+                await asyncio.sleep(0.1)
+            assert said == [("planner", "Hello from MCP"), ("reviewer", "Hello from AG2")]
+            await asyncio.to_thread(tool, hub, "say", {"channel_id": channel_id, "content": "Thanks!"}, "planner")
+            assert (await next_text(bob, channel_id)).event_data["text"] == "Thanks!"
+            # each sees the other: AG2's discovery lists the MCP agent, the plugin's peers the AG2 one
+            names = [p.name for p in await b.list_agents()]
+            assert "planner" in names
+            assert (await b.get_agent("planner")).provider == "anthropic"  # its definition's passport
+            peers = await asyncio.to_thread(tool, hub, "peers", {"action": "find"}, "planner")
+            assert "reviewer" in [p["name"] for p in peers["peers"]]
+            inbox = await asyncio.to_thread(tool, hub, "network_inbox", {}, "planner")
+            assert any(m.get("channelId") == channel_id and m.get("body") == "Hello from AG2"
+                       for m in inbox["messages"])
+        finally:
+            await b.close()
+
+    run(story())
+
+
+def test_frames_aws_would_drop_or_refuse(hub):
+    """Strict decoding as AG2's hub: a frame with an extra key or without ``kind`` gets no
+    answer; a field of the wrong type an ErrorFrame; a frame over 32 KB closes the connection."""
+    from websockets.sync.client import connect
+
+    with connect(ws_url(hub), open_timeout=10) as ws:
+        ws.send(json.dumps({"kind": "ping", "extra": 1}))
+        ws.send(json.dumps({"op": "register"}))
+        ws.send(json.dumps({"kind": "request", "request_id": 7, "op": "list_agents", "params": {}}))
+        assert json.loads(ws.recv(timeout=WAIT)) == {"kind": "error", "code": "protocol_error",
+                                                     "message": "malformed request frame: request_id",
+                                                     "envelope_id": None}
+        ws.send(json.dumps({"kind": "ping"}))
+        assert json.loads(ws.recv(timeout=WAIT)) == {"kind": "pong"}  # the dropped frames got nothing
+        ws.send(json.dumps({"kind": "request", "request_id": "r1", "op": "no_such_op", "params": {}}))
+        answer = json.loads(ws.recv(timeout=WAIT))
+        assert (answer["ok"], answer["error_code"]) == (False, "protocol_error")
+    with connect(ws_url(hub), open_timeout=10, max_size=None) as ws:
+        ws.send("x" * (32 * 1024 + 1))
+        with pytest.raises(Exception) as closed:
+            ws.recv(timeout=WAIT)
+        assert "1009" in str(closed.value) or "too big" in str(closed.value).lower()
+
+
+def test_observed_tasks_and_checkpoints_belong_to_their_owner(hub):
+    from ag2.task import TaskMetadata, TaskSpec, TaskState
+
+    async def story():
+        a, b = HubClient(WsLink(ws_url(hub))), HubClient(WsLink(ws_url(hub)))
+        try:
+            await a.register_human(passport(hub, "planner"))
+            await b.register_human(passport(hub, "coder"))
+            task = TaskMetadata(task_id="plan-1", owner_id="planner", spec=TaskSpec(title="Plan the release"),
+                                state=TaskState.CREATED)
+            await a.observe_task(task)
+            await a.update_task("plan-1", state=TaskState.RUNNING, progress={"step": 1})
+            got = await a.get_task("plan-1")
+            assert (got.state, got.progress, got.spec.title) == (TaskState.RUNNING, {"step": 1}, "Plan the release")
+            await a.checkpoint_task("plan-1", {"cursor": 7})
+            assert await a.read_task_checkpoint("plan-1") == {"cursor": 7}
+            with pytest.raises(NetworkError):  # another agent's task: as if it did not exist
+                await b.get_task("plan-1")
+            with pytest.raises(AccessDeniedError):
+                await b.update_task("plan-1", state=TaskState.FAILED)
+            with pytest.raises(AccessDeniedError):
+                await b.read_task_checkpoint("plan-1")
+            assert "plan-1" not in [t.task_id for t in await b.list_tasks()]
+            await a.update_task("plan-1", state=TaskState.COMPLETED, result={"ok": True})
+            await a.update_task("plan-1", state=TaskState.FAILED)  # a terminal task never changes again
+            done = await a.get_task("plan-1")
+            assert (done.state, done.result) == (TaskState.COMPLETED, {"ok": True}) and done.completed_at
+            assert [t.task_id for t in await a.list_tasks(agent_id="planner")] == ["plan-1"]
+            with pytest.raises(NetworkError, match="invalid task_id"):
+                await a.get_task("../etc")
+        finally:
+            await a.close()
+            await b.close()
+
+    run(story())
+
+
+def test_an_invite_nobody_acks_closes_the_channel_with_invite_timeout(hub):
+    """AG2's handshake times out after 30 s: the keepalive (on the local sweep timer) closes the
+    channel; the creator's own request has timed out client-side by then."""
+    async def story():
+        a, b = HubClient(WsLink(ws_url(hub)), rpc_timeout=5), HubClient(WsLink(ws_url(hub)))
+        try:
+            alice = await a.register_human(passport(hub, "planner"))
+            bob = await b.register_human(passport(hub, "coder"), auto_ack_invites=False)
+            with pytest.raises(asyncio.TimeoutError):
+                await alice.open(type="conversation", target="coder")
+            invite = await bob.next_envelope(timeout=WAIT)
+            assert invite.event_type == "ag2.channel.invite"
+            assert (await b.get_channel(invite.channel_id)).state.value == "pending"
+            for _ in range(60):
+                meta = await b.get_channel(invite.channel_id)
+                if meta.state.value != "pending":
+                    break
+                await asyncio.sleep(1)
+            assert (meta.state.value, meta.close_reason) == ("closed", "invite_timeout")
+        finally:
+            await a.close()
+            await b.close()
+
+    run(story())
