@@ -49,7 +49,6 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from relaynet import clock, events, ids, limits
-from relaynet.directory import load
 from relaynet.errors import Conflict, NotFound, PermissionDenied, RateLimited, RelaynetError
 from relaynet.identity import Principal, current_request_key
 from relaynet.resources import normalise as normalise_resource
@@ -193,8 +192,7 @@ def _send(attempt: Callable[..., dict[str, Any]], net: str, request: Any) -> dic
 
 def _unknown_name(net: str, name: str) -> NotFound:
     """The 404 of an unknown address name, listing what exists (reads the whole directory)."""
-    d = load(net)
-    return NotFound(f"no agent or group named {name!r}", {"available": sorted([*d.agents, *d.groups])})
+    return NotFound(f"no agent or group named {name!r}", {"available": dir_store.address_names(net)})
 
 
 def _group_members(group: dict[str, Any], sender_agent: str) -> list[str]:

@@ -175,3 +175,9 @@ def commit(actions: list[dict[str, Any]]) -> None:
     """One TransactWriteItems of an operation on the directory (and what goes with it);
     TransactionCancelled with per-action reasons when a condition failed or it conflicted."""
     t.transact(actions)
+
+
+def address_names(net: str) -> list[str]:
+    """Every agent name and group slug of the network, sorted (one Query of the partition): what
+    an unknown address name's 404 lists."""
+    return sorted(name for kind, name in map(kind_of, partition(net)) if kind in ("AGENT", "GROUP"))
