@@ -49,13 +49,11 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from relaynet import clock, events, ids, limits
-from relaynet.directory import load
 from relaynet.errors import Conflict, NotFound, PermissionDenied, RateLimited, RelaynetError
 from relaynet.identity import Principal, current_request_key
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import directory as dir_store
 from relaynet.store import mailboxes as store
-from relaynet.store import table as t
 from relaynet.store import tasks as task_store
 from relaynet.store.mailboxes import Thread, mailbox_item  # mailbox_item: the one writer of mailbox entries (GSI3PK)
 
@@ -160,7 +158,7 @@ def _resume(net: str, record_key: tuple[str, str], request_hash: str) -> dict[st
     Conflict ``already_exists`` when the key was used with another body."""
     rec = store.get_send_record(record_key)
     if rec is None:
-        raise t.TransactionCancelled([])  # expired and deleted in between: run the send afresh
+        raise store.TransactionCancelled([])  # expired and deleted in between: run the send afresh
     if rec.requestHash != request_hash:
         raise Conflict("already_exists", "this Idempotency-Key was used with a different body")
     try:
@@ -181,9 +179,9 @@ def _send(attempt: Callable[..., dict[str, Any]], net: str, request: Any) -> dic
         except store.AlreadySent:
             try:
                 return _resume(net, record_key, request_hash)
-            except t.TransactionCancelled:
+            except store.TransactionCancelled:
                 pass
-        except t.TransactionCancelled:
+        except store.TransactionCancelled:
             pass
         if n < _SEND_ATTEMPTS - 1:
             time.sleep(random.uniform(0, 0.02 * (2 ** n)))  # the thread moved under us: read it again
@@ -194,8 +192,7 @@ def _send(attempt: Callable[..., dict[str, Any]], net: str, request: Any) -> dic
 
 def _unknown_name(net: str, name: str) -> NotFound:
     """The 404 of an unknown address name, listing what exists (reads the whole directory)."""
-    d = load(net)
-    return NotFound(f"no agent or group named {name!r}", {"available": sorted([*d.agents, *d.groups])})
+    return NotFound(f"no agent or group named {name!r}", {"available": dir_store.address_names(net)})
 
 
 def _group_members(group: dict[str, Any], sender_agent: str) -> list[str]:

@@ -18,7 +18,6 @@ from relaynet.control.grants import scope
 from relaynet.errors import InvalidArgument, NotFound
 from relaynet.identity import INSTANCE_PREFIX, Principal, hash_token, launch_instance, mint_token, token_item
 from relaynet.store import directory as dir_store
-from relaynet.store import table as t
 
 CONFIRMATION_TTL_S = 300
 STOP_ATTEMPTS = 3  # single-transaction attempts of a stop before it goes object by object
@@ -56,8 +55,8 @@ def _run(actions: list[dict[str, Any]]) -> None:
     """One transaction whose first action consumes the confirmation: a failed condition there is
     400 ``confirmationId``; any other cancellation propagates."""
     try:
-        t.transact(actions)
-    except t.TransactionCancelled as exc:
+        dir_store.commit(actions)
+    except dir_store.TransactionCancelled as exc:
         if exc.reasons and exc.reasons[0] == "ConditionalCheckFailed":
             raise _bad_confirmation() from None
         raise
@@ -85,11 +84,11 @@ def stop_agent(principal: Principal, network_id: str | None, instance_id: str,
         released, claim_actions = claims.holder_release_actions(net, instance_id, now)
         requeued, task_actions = tasks.requeue_actions(net, instance_id, seen, _STOP_REASON, now)
         actions = [*_stop_actions(rep, net, inst, confirmation_id, now, seen), *claim_actions, *task_actions]
-        if len(actions) > t.MAX_TRANSACT_ITEMS:
+        if len(actions) > dir_store.MAX_ACTIONS:
             break
         try:
             _run(actions)
-        except t.TransactionCancelled:  # a claim renewed, a task moved or an offer landed: read again
+        except dir_store.TransactionCancelled:  # a claim renewed, a task moved or an offer landed: read again
             inst = dir_store.instance(net, instance_id) or inst
             continue
         return {"instanceId": instance_id, "status": "stopped", "releasedClaims": released, "requeuedTasks": requeued}

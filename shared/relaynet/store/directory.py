@@ -12,6 +12,9 @@ from typing import Any, Iterable
 from relaynet.store import keys as k
 from relaynet.store import table as t
 
+TransactionCancelled = t.TransactionCancelled
+MAX_ACTIONS = t.MAX_TRANSACT_ITEMS  # one TransactWriteItems
+
 
 def _rarely_changing(pk: str, sk: str) -> dict[str, Any] | None:
     """An item that rarely changes: eventually consistent, confirmed strongly before saying "absent"."""
@@ -166,3 +169,15 @@ def set_capabilities(net: str, instance_id: str, capabilities: list[dict[str, An
     """Replace an instance's declared capabilities; False when the instance no longer exists."""
     return bool(t.update(*k.instance(net, instance_id), "SET capabilities = :caps",
                          condition="attribute_exists(PK)", caps=capabilities))
+
+
+def commit(actions: list[dict[str, Any]]) -> None:
+    """One TransactWriteItems of an operation on the directory (and what goes with it);
+    TransactionCancelled with per-action reasons when a condition failed or it conflicted."""
+    t.transact(actions)
+
+
+def address_names(net: str) -> list[str]:
+    """Every agent name and group slug of the network, sorted (one Query of the partition): what
+    an unknown address name's 404 lists."""
+    return sorted(name for kind, name in map(kind_of, partition(net)) if kind in ("AGENT", "GROUP"))

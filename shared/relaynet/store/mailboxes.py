@@ -24,6 +24,8 @@ from relaynet.store import table as t
 
 logger = Logger(child=True)  # relaynet.observability.logger's child: "<service>.mailboxes"
 
+TransactionCancelled = t.TransactionCancelled
+
 INLINE_MAX_BYTES = 1024  # a mailbox entry up to this size carries the message; a larger one points at the thread
 SEND_RECORD_SECONDS = 3600  # as long as an Idempotency-Key is honoured (PROTOCOL.md 2)
 CHUNK = t.MAX_TRANSACT_ITEMS - 1  # mailbox entries per further transaction, next to the record's update
