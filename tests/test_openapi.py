@@ -19,7 +19,9 @@ COMMITTED = ROOT / "docs" / "openapi.json"
 FUNCTIONS = ROOT / "functions"
 #: Handler files that are not tools, and the routes they serve (None: no route).
 NOT_TOOLS = {"authorizer": (), "sweep": (), "notifier": (), "push_retry": (), "health": ("GET /v1/health",),
-             "openapi": ("GET /v1/openapi.json",), "ui": ("GET /v1/ui", "GET /v1/ui/{asset}")}
+             "openapi": ("GET /v1/openapi.json",), "ui": ("GET /v1/ui", "GET /v1/ui/{asset}"),
+             # the AG2 wire's functions serve the WebSocket API, not HTTP routes (docs/protocol.md 12)
+             "ag2_connection": (), "ag2_frames": (), "ag2_keepalive": (), "ag2_notifier": ()}
 ERROR_STATUSES = {"400", "401", "403", "404", "409", "413", "429", "500"}
 
 
