@@ -35,6 +35,9 @@ class Settings:
         mailbox_cap: undelivered messages a mailbox holds before sends to it are 429
             (``RELAYNET_MAILBOX_CAP``, 1000; relaynet.limits).
         max_fanout: mailboxes one message may reach (``RELAYNET_MAX_FANOUT``, 200).
+        cache_seconds: how long a container keeps representative grants and agent and group
+            definitions it read (``RELAYNET_CACHE_SECONDS``, 5; 0 turns the caches off;
+            relaynet.cache): the bound on how stale they can be.
     """
 
     table_name: str
@@ -50,6 +53,7 @@ class Settings:
     push_allow_loopback: bool = False
     mailbox_cap: int = 1000
     max_fanout: int = 200
+    cache_seconds: float = 5.0
 
 
 def _float(name: str, default: float) -> float:
@@ -79,4 +83,5 @@ def settings() -> Settings:
         push_allow_loopback=os.environ.get("RELAYNET_PUSH_ALLOW_LOOPBACK", "").lower() in ("1", "true", "yes"),
         mailbox_cap=_int("RELAYNET_MAILBOX_CAP", 1000),
         max_fanout=_int("RELAYNET_MAX_FANOUT", 200),
+        cache_seconds=_float("RELAYNET_CACHE_SECONDS", 5.0),
     )

@@ -16,7 +16,7 @@ import secrets
 from collections import Counter
 from typing import Any, Callable
 
-from relaynet import clock, events, ids
+from relaynet import cache, clock, events, ids
 from relaynet.directory import agent_view, candidates, instance_view, load
 from relaynet.errors import InvalidArgument, NotFound, PermissionDenied
 from relaynet.identity import Principal, availability
@@ -29,9 +29,22 @@ LEVELS = ("observe", "communicate", "delegate", "operate")
 CONFIRMATION_TTL_S = 300
 
 
-def representative(principal: Principal) -> dict[str, Any]:
-    """The representative's item; Unauthenticated-like 404 should never happen for a valid token."""
-    rep = t.get(*k.representative(principal.rep))
+def representative(principal: Principal, fresh: bool = True) -> dict[str, Any]:
+    """The representative's item (``grants``, ``grantOrder``, ``activeNetwork``); NotFound when it
+    no longer exists (never for a valid token).
+
+    ``fresh=False`` may answer a copy read by this container at most ``RELAYNET_CACHE_SECONDS``
+    ago (relaynet.cache; no request): for the grants of a call that names its network. A call that
+    acts in the active network reads it fresh, since ``control_use_network`` runs in another
+    function's container and its effect must be seen by the very next call.
+    """
+    key = (t.table_name(), principal.rep)
+    if fresh:
+        rep = t.get(*k.representative(principal.rep))
+        if rep is not None:
+            cache.representatives.put(key, rep)
+    else:
+        rep = cache.representatives.get(key, lambda: t.get(*k.representative(principal.rep)))
     if rep is None:
         raise NotFound(f"representative {principal.rep!r} no longer exists")
     return rep
@@ -52,7 +65,7 @@ def scope(principal: Principal, network_id: str | None, needed: str | None,
     raises NotFound for a named object that is not in the network), then the grant (PermissionDenied
     below ``needed``; PROTOCOL.md 6).
     """
-    rep = representative(principal)
+    rep = representative(principal, fresh=network_id is None)
     grants = rep.get("grants") or {}
     net = network_id or rep.get("activeNetwork") or next(iter(_order(rep)), None)
     if net is None or net not in grants:
@@ -84,17 +97,35 @@ def objects(task_id: str | None = None, thread_id: str | None = None, instance_i
     return check
 
 
-def _networks(rep: dict[str, Any]) -> list[dict[str, Any]]:
+def _networks(rep: dict[str, Any], metas: dict[tuple[str, str], dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     order = _order(rep)
-    metas = t.batch_get([k.network(n) for n in order]) if order else {}
+    metas = dict(metas or {})
+    missing = [k.network(n) for n in order if k.network(n) not in metas]
+    if missing:
+        metas.update(t.batch_get(missing))
     return [{"networkId": n, "name": (metas.get(k.network(n)) or {}).get("name"), "grant": rep["grants"][n]}
             for n in order]
 
 
 def whoami(principal: Principal) -> dict[str, Any]:
-    """control_whoami: ``{representative: {id, name}, grants, activeNetwork}``."""
-    rep = representative(principal)
-    nets = _networks(rep)
+    """control_whoami: ``{representative: {id, name}, grants, activeNetwork}``.
+
+    One BatchGetItem when this container read the representative within the cache bound: the
+    representative (fresh, for ``activeNetwork``) with the network names of its cached grants;
+    a grant added since costs one more request for the new names.
+    """
+    known = cache.representatives.peek((t.table_name(), principal.rep))
+    if known is None:
+        rep = representative(principal)
+        nets = _networks(rep)
+    else:
+        rep_key = k.representative(principal.rep)
+        got = t.batch_get([rep_key, *(k.network(n) for n in _order(known))])
+        rep = got.get(rep_key)
+        if rep is None:
+            raise NotFound(f"representative {principal.rep!r} no longer exists")
+        cache.representatives.put((t.table_name(), principal.rep), rep)
+        nets = _networks(rep, {key: item for key, item in got.items() if key != rep_key})
     active = rep.get("activeNetwork") or (nets[0]["networkId"] if nets else None)
     return {"representative": {"id": rep["id"], "name": rep["name"]}, "grants": nets, "activeNetwork": active}
 
@@ -107,7 +138,7 @@ def list_networks(principal: Principal, limit: int = 50, cursor: str | None = No
 
     listing = cursors.Listing("control_list_networks", principal)
     after = listing.position(cursor)
-    rep = representative(principal)
+    rep = representative(principal, fresh=False)  # grants only (relaynet.cache bound)
     chunk, last = cursors.page_sorted(sorted(rep.get("grants") or {}), lambda net: net, after, limit)
     metas = t.batch_get([k.network(n) for n in chunk]) if chunk else {}
     nets = [{"networkId": n, "name": (metas.get(k.network(n)) or {}).get("name"), "grant": rep["grants"][n]}
@@ -119,6 +150,7 @@ def use_network(principal: Principal, network_id: str) -> dict[str, Any]:
     """control_use_network: sets and returns ``activeNetwork``."""
     rep, bound = scope(principal, network_id, "observe")
     t.update(*k.representative(rep["name"]), "SET activeNetwork = :n", n=bound.network_id)
+    cache.representatives.drop(lambda key: key[1] == rep["name"])
     return {"activeNetwork": bound.network_id}
 
 

@@ -47,7 +47,7 @@ import random
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from relaynet import clock, events, ids, limits
+from relaynet import cache, clock, events, ids, limits
 from relaynet.errors import Conflict, NotFound, PermissionDenied, RateLimited, RelaynetError
 from relaynet.identity import Principal, current_request_key
 from relaynet.resources import normalise as normalise_resource
@@ -342,15 +342,27 @@ def _recipients(net: str, principal: Principal, to_agent: str | None,
         boxes = [] if to_instance == principal.instance_id else [{"instanceId": to_instance, "agent": inst["agent"]}]
         return {"instanceId": to_instance}, boxes, [inst["agent"]]
     if to_agent:
-        keys = [k.agent(net, to_agent), k.group(net, to_agent)]
-        got = t.batch_get(keys, consistent=False) or t.batch_get(keys)
-        if keys[0] in got:
+        found = cache.definitions.get((t.table_name(), net, to_agent), lambda: _definition(net, to_agent))
+        if found is None:
+            raise _unknown_name(net, to_agent)
+        if "agent" in found:
             return {"agent": to_agent}, [{"agent": to_agent}], [to_agent]
-        if keys[1] in got:
-            members = _group_members(got[keys[1]], principal.agent)
-            return {"group": to_agent}, [{"agent": m} for m in members], members
-        raise _unknown_name(net, to_agent)
+        members = _group_members(found["group"], principal.agent)
+        return {"group": to_agent}, [{"agent": m} for m in members], members
     return None, [], []
+
+
+def _definition(net: str, name: str) -> dict[str, Any] | None:
+    """``{"agent": item}`` or ``{"group": item}`` for an address name, or None: one BatchGetItem
+    (eventually consistent; confirmed strongly before saying "absent"). Callers keep it for the
+    cache bound (relaynet.cache.definitions): a redefined group is seen at most that late."""
+    keys = [k.agent(net, name), k.group(net, name)]
+    got = t.batch_get(keys, consistent=False) or t.batch_get(keys)
+    if keys[0] in got:
+        return {"agent": got[keys[0]]}
+    if keys[1] in got:
+        return {"group": got[keys[1]]}
+    return None
 
 
 def addresses(mailboxes: list[dict[str, str]]) -> list[dict[str, str]]:
