@@ -65,9 +65,9 @@ lint: $(TEST_STAMP)
 openapi: $(TEST_STAMP)
 	$(BIN)/python -m relaynet.http.openapi docs/openapi.json
 
-# DynamoDB requests and the AWS bill per tool call (the README's cost table).
+# DynamoDB requests and the AWS bill per tool call: printed, and written into README.md's cost table.
 cost: $(TEST_STAMP)
-	$(BIN)/python benchmarks/requests_per_tool.py
+	$(BIN)/python benchmarks/requests_per_tool.py --readme
 
 # `sam build` without Docker (needs python3.11 on PATH, as the template's runtime).
 build: $(TEST_STAMP)
