@@ -384,6 +384,7 @@ def bench_init_bytecode(rounds: int, log: Callable[[str], None]) -> dict[str, An
             ms = {name: round(med(v), 1) for name, v in times.items()}
             out[label] = {"ms": ms, "ratio": {n: round(v / ms["baseline"], 3) for n, v in ms.items()}}
             log(f"  {label}: {ms}")
+    out["rounds"] = rounds
     return out
 
 
@@ -654,10 +655,10 @@ def report(results: dict[str, Any]) -> str:
         bc = init.get("bytecode")
         if bc:
             names = ["baseline", FLOOR] + [s for s in BYTECODE_SAMPLE if s not in (None, FLOOR)]
-            add("byte code (above: relaynet compiled from source at import, installed packages from their .pyc); "
-                "ms and ratio, median of 3:")
+            add(f"byte code, a few functions: {clock} and ratio, median of {bc.get('rounds', 3)} "
+                "(no .pyc anywhere: how the layer shipped before the Makefiles):")
             add(f"  {'':<36}" + "".join(f"{n:>20}" for n in names))
-            for label, text in (("no_pyc", "no .pyc at all (as sam build ships)"),
+            for label, text in (("no_pyc", "no .pyc at all (SAM's python builder)"),
                                 ("all_pyc", ".pyc for everything (compiled layer)")):
                 row = bc[label]
                 add(f"  {text:<36}" + "".join(f"{row['ms'][n]:>12.0f} {row['ratio'][n]:>5.2f}x " for n in names))
