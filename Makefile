@@ -81,9 +81,9 @@ generate: $(STAMP)
 # docs/openapi.json is one of the generated files.
 openapi: generate
 
-# DynamoDB requests and the AWS bill per tool call (the README's cost table).
+# DynamoDB requests and the AWS bill per tool call: printed, and written into README.md's cost table.
 cost: $(TEST_STAMP)
-	$(BIN)/python benchmarks/requests_per_tool.py
+	$(BIN)/python benchmarks/requests_per_tool.py --readme
 
 # `sam build` without Docker (needs python3.11 on PATH, as the template's runtime).
 build: $(TEST_STAMP)

@@ -808,9 +808,25 @@ def demo_stack(table_name: str = "relaynet-bench") -> Iterator[tuple[dict[str, A
             t.reset()
 
 
+README_BEGIN = "<!-- cost table: written by `make cost` (benchmarks/requests_per_tool.py --readme) -->"
+README_END = "<!-- end of cost table -->"
+
+
+def write_readme(table: str, readme: Path = ROOT / "README.md") -> None:
+    """Replace the table between :data:`README_BEGIN` and :data:`README_END` in ``readme`` (the
+    README's cost table is generated, never copied by hand). Raises SystemExit without markers."""
+    text = readme.read_text()
+    start, end = text.find(README_BEGIN), text.find(README_END)
+    if start < 0 or end < start:
+        raise SystemExit(f"{readme} has no {README_BEGIN!r} ... {README_END!r} block")
+    readme.write_text(text[:start + len(README_BEGIN)] + "\n" + table + "\n" + text[end:])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--all", action="store_true", help="also list the variant steps")
+    ap.add_argument("--readme", action="store_true",
+                    help=f"also write the table into README.md between {README_BEGIN!r} and {README_END!r}")
     args = ap.parse_args(argv)
     sys.path[:0] = [str(ROOT / "shared"), str(ROOT / "infra")]
     os.environ.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_SESSION_TOKEN="testing",
@@ -820,7 +836,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
     with demo_stack() as (tokens, meter):
         results = measure(scenario(tokens), meter)
-    print(table_markdown(results, typical_only=not args.all))
+    table = table_markdown(results, typical_only=not args.all)
+    print(table)
+    if args.readme:
+        write_readme(table)
+        print(f"\n(README.md's cost table rewritten from these figures)")
     print()
     print(f"Prices (us-east-1 list prices, {PRICES_DATE}): " + ", ".join(f"{k} {v}" for k, v in PRICES.items()))
     print(f"Lambda duration modelled as {BASE_MS} ms + {PER_REQUEST_MS} ms per DynamoDB request at "

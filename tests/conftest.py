@@ -78,12 +78,16 @@ def demo(table) -> Net:
 
 @pytest.fixture(autouse=True)
 def _fresh_settings():
-    """Settings are cached per process; a test that changes the environment gets them re-read."""
+    """Settings are cached per process; a test that changes the environment gets them re-read.
+    Each test is a fresh container: nothing read by an earlier test is cached (relaynet.cache)."""
+    from relaynet import cache
     from relaynet.config import settings
 
     settings.cache_clear()
+    cache.clear()
     yield
     settings.cache_clear()
+    cache.clear()
 
 
 @pytest.fixture(scope="session")

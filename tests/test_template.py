@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -246,10 +247,14 @@ def test_runtime_and_architecture_match_the_layer():
     fn = doc["Globals"]["Function"]
     assert fn["Runtime"] == "python3.11"  # `sam build` without Docker needs this Python locally (CI: 3.11)
     assert fn["Architectures"] == ["arm64"]
-    for layer in (r for r in doc["Resources"].values() if r["Type"] == "AWS::Serverless::LayerVersion"):
+    for lid, layer in doc["Resources"].items():
+        if layer["Type"] != "AWS::Serverless::LayerVersion":
+            continue
         assert layer["Properties"]["CompatibleRuntimes"] == [fn["Runtime"]]
         assert layer["Properties"]["CompatibleArchitectures"] == fn["Architectures"]
-        assert layer["Metadata"] == {"BuildMethod": fn["Runtime"], "BuildArchitecture": "arm64"}
+        # the shared layer ships byte code (shared/Makefile); the AG2 layer is SAM's python builder
+        build = "makefile" if lid == "SharedLayer" else fn["Runtime"]
+        assert layer["Metadata"] == {"BuildMethod": build, "BuildArchitecture": "arm64"}, lid
     for lid, r in doc["Resources"].items():
         if r["Type"] == "AWS::Serverless::Function":
             props = r["Properties"]
@@ -258,6 +263,25 @@ def test_runtime_and_architecture_match_the_layer():
             assert props.get("Layers", [{"Ref": "Ag2Layer"}]) == [{"Ref": "Ag2Layer"}], lid
             assert ("Layers" in props) == (props["Handler"].split(".")[0] in ("ag2_frames", "ag2_notifier",
                                                                               "ag2_keepalive")), lid
+            assert r.get("Metadata") == {"BuildMethod": "makefile"}, f"{lid}: functions/Makefile builds every function"
+
+
+def _make_var(makefile: Path, name: str) -> str:
+    found = re.search(rf"^{name} [?:]?= (\S+)$", makefile.read_text(), re.M)
+    assert found, f"{makefile} sets no {name}"
+    return found.group(1)
+
+
+def test_the_makefiles_compile_for_the_templates_runtime_and_architecture():
+    """The byte code and the layer's binary wheels must be the runtime's: a .pyc is only read by
+    the Python version that wrote it, a wheel's .so only loads on its architecture."""
+    fn = load_yaml(TEMPLATE)["Globals"]["Function"]
+    version = fn["Runtime"].removeprefix("python")
+    for makefile in (ROOT / "functions" / "Makefile", ROOT / "shared" / "Makefile"):
+        assert _make_var(makefile, "RUNTIME_VERSION") == version, makefile
+        assert _make_var(makefile, "PYTHON") == fn["Runtime"], makefile
+        assert "--invalidation-mode unchecked-hash" in makefile.read_text(), makefile
+    assert _make_var(ROOT / "shared" / "Makefile", "PLATFORM") == {"arm64": "manylinux2014_aarch64"}[fn["Architectures"][0]]
 
 
 def test_every_function_and_the_api_log_with_the_retention_parameter():
@@ -402,3 +426,14 @@ def test_sam_build_builds_every_function_and_the_layer_without_docker(tmp_path):
         assert (layer / package).exists(), f"the layer lacks {package}"
     assert list(layer.glob("pydantic_core/_pydantic_core*aarch64*.so")), "the layer's binary wheels are not arm64"
     assert built["SharedLayer"]["Properties"]["ContentUri"] == "SharedLayer"
+    # byte code for every module, unchecked-hash (PEP 552: flags 0b01), so Lambda's read-only
+    # /opt and /var/task never compile at a cold start
+    tag = f"cpython-{interpreter.removeprefix('python').replace('.', '')}"
+    sources = [p for p in layer.rglob("*.py") if p.parent.name != "__pycache__"]
+    sources += [build / logical_id(stem) / f"{stem}.py" for stem in handler_files()]
+    for source in sources:
+        pyc = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
+        assert pyc.is_file(), f"no byte code for {source.relative_to(build)}"
+    for pyc in (layer / "relaynet" / "__pycache__" / f"__init__.{tag}.pyc",
+                build / "NetworkAskFunction" / "__pycache__" / f"network_ask.{tag}.pyc"):
+        assert int.from_bytes(pyc.read_bytes()[4:8], "little") == 0b01, f"{pyc} is not an unchecked-hash .pyc"

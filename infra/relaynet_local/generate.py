@@ -51,6 +51,8 @@ SECTIONS = {
 FUNCTION_BLOCK = """\
   {logical}Function:
     Type: AWS::Serverless::Function
+    Metadata:
+      BuildMethod: makefile  # functions/Makefile: the handlers and their .pyc
     Properties:
       Handler: {name}.handler
       Description: "{kind} {name} ({method} {path})"

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Optional
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from relaynet import clock, ids
+from relaynet import cache, clock, ids
 from relaynet.errors import InvalidArgument, NotFound
 from relaynet.identity import REPRESENTATIVE_PREFIX, Principal, launch_instance, mint_token, token_item
 from relaynet.models.common import NAME_PATTERN
@@ -179,6 +179,10 @@ def apply_spec(text: str) -> dict[str, Any]:
         token = _apply_representative(rep, net_ids)
         if token:
             out["representatives"][rep.name] = token
+    for net_id in net_ids.values():  # this process sees what it applied at once (relaynet.cache)
+        cache.drop_network(net_id)
+    for rep in (r for s in specs for r in s.representatives):
+        cache.representatives.drop(lambda key, name=rep.name: key[1] == name)
     return out
 
 

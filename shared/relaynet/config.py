@@ -62,6 +62,9 @@ class Settings(BaseModel):
         mailbox_cap: undelivered messages a mailbox holds before sends to it are 429
             (``RELAYNET_MAILBOX_CAP``, 1000; >= 1; relaynet.limits).
         max_fanout: mailboxes one message may reach (``RELAYNET_MAX_FANOUT``, 200; >= 1).
+        cache_seconds: how long a container keeps representative grants and agent and group
+            definitions it read (``RELAYNET_CACHE_SECONDS``, 5; 0 turns the caches off;
+            relaynet.cache): the bound on how stale they can be.
         metrics: whether EMF metrics are written (not ``POWERTOOLS_METRICS_DISABLED``; the
             local stack disables them unless set: relaynet.observability).
         tracing: whether store calls are traced with X-Ray subsegments: powertools' own rule,
@@ -84,6 +87,7 @@ class Settings(BaseModel):
     push_allow_loopback: bool = Field(False, alias="RELAYNET_PUSH_ALLOW_LOOPBACK")
     mailbox_cap: int = Field(1000, alias="RELAYNET_MAILBOX_CAP", ge=1)
     max_fanout: int = Field(200, alias="RELAYNET_MAX_FANOUT", ge=1)
+    cache_seconds: float = Field(5.0, alias="RELAYNET_CACHE_SECONDS", ge=0, allow_inf_nan=False)
     metrics: bool = True
     tracing: bool = False
 

@@ -48,7 +48,8 @@ import random
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from relaynet import clock, events, ids, limits
+from relaynet import cache, clock, events, ids, limits
+from relaynet.config import settings
 from relaynet.errors import Conflict, NotFound, PermissionDenied, RateLimited, RelaynetError
 from relaynet.identity import Principal, current_request_key
 from relaynet.resources import normalise as normalise_resource
@@ -213,7 +214,10 @@ def _recipients(net: str, principal: Principal, to_agent: str | None,
         boxes = [] if to_instance == principal.instance_id else [{"instanceId": to_instance, "agent": inst["agent"]}]
         return {"instanceId": to_instance}, boxes, [inst["agent"]]
     if to_agent:
-        found = dir_store.agent_or_group(net, to_agent)
+        # an agent or group definition, kept for the cache bound (relaynet.cache.definitions,
+        # RELAYNET_CACHE_SECONDS): a redefined group is seen at most that late; absent is never kept
+        found = cache.definitions.get((settings().table_name, net, to_agent),
+                                      lambda: dir_store.agent_or_group(net, to_agent))
         if found is None:
             raise _unknown_name(net, to_agent)
         kind, item = found

@@ -1,7 +1,7 @@
 """Idempotency-Key through the real handlers (PROTOCOL.md 2; issue 5): a retry with the same key and
 body returns the first response and creates nothing; another body is 409 ``already_exists``; a
 retry while the first request runs is 409 ``in_progress`` with Retry-After; a fan-out that failed
-midway is completed by its retry."""
+midway is completed by its retry; the in-progress record rides in the call's own transaction."""
 
 from __future__ import annotations
 
@@ -86,21 +86,72 @@ def test_the_same_key_from_another_instance_is_another_write(api, demo):
 
 
 def test_a_retry_while_the_first_request_runs_is_409_in_progress_with_retry_after(api, demo, monkeypatch):
+    """The first request has committed its first write (its in-progress record rides in that
+    transaction) but not answered yet when the client retries."""
     token, body, key = demo.token("planner0"), {"body": "slow one", "toAgent": "reviewer"}, {"Idempotency-Key": "slow"}
-    real, seen = messaging.ask, {}
+    real, seen = t.transact, {}
 
-    def slow_ask(principal, req):
-        seen["retry"] = api("network_ask", body, token, key)  # the client retries before the first answered
-        return real(principal, req)
+    def transact_then_retry(actions, token_=None):
+        real(actions, token_)
+        if "retry" not in seen:
+            seen["retry"] = None
+            seen["retry"] = api("network_ask", body, token, key)  # the client retries before the first answered
 
-    monkeypatch.setattr(messaging, "ask", slow_ask)
+    monkeypatch.setattr(t, "transact", transact_then_retry)
     status, first, _ = api("network_ask", body, token, key)
     assert status == 200
     status, err, headers = seen["retry"]
     assert status == 409 and err["error"]["details"]["reason"] == "in_progress"
     assert headers["retry-after"] == "1"
-    monkeypatch.setattr(messaging, "ask", real)
+    monkeypatch.setattr(t, "transact", real)
     assert api("network_ask", body, token, key)[1] == first  # once finished, the first response
+
+
+def test_a_retry_racing_the_first_before_its_first_write_commits_once(api, demo, monkeypatch):
+    """Both requests run the domain, but the record's condition lets only one transaction commit;
+    the other request answers the winner's response, and one message exists."""
+    token, body, key = demo.token("planner0"), {"body": "racing", "toAgent": "reviewer"}, {"Idempotency-Key": "race"}
+    real, seen = messaging.ask, {}
+
+    def ask_racing_a_retry(principal, req):
+        if "retry" not in seen:
+            seen["retry"] = None
+            monkeypatch.setattr(messaging, "ask", real)
+            seen["retry"] = api("network_ask", body, token, key)  # runs to the end before this one writes
+        return real(principal, req)
+
+    monkeypatch.setattr(messaging, "ask", ask_racing_a_retry)
+    before = _all_keys()
+    status, first, _ = api("network_ask", body, token, key)
+    assert status == 200 and seen["retry"][:2] == (200, first)
+    thread = t.query(k.thread_pk(demo.network_id, first["threadId"]), sk_prefix="MSG#")
+    assert [m["id"] for m in thread] == [first["messageId"]]
+    assert len([key for key in _all_keys() - before if key[0] == "idempotency#relaynet"]) == 1
+
+
+def test_a_keyed_write_costs_one_request_more_than_without_the_key(api, demo):
+    """The in-progress record rides in the call's transaction; only the completing UpdateItem is extra."""
+    from collections import Counter
+
+    seen: Counter = Counter()
+
+    def count(params, model, **_):
+        if not params.get("Key", {}).get("PK", {}).get("S", "").startswith("TOKEN#"):  # the authorizer's read
+            seen[model.name] += 1
+
+    t.client().meta.events.register("before-parameter-build.dynamodb", count, unique_id="test-idem-count")
+    try:
+        token, body = demo.token("planner0"), {"body": "counted", "toAgent": "reviewer"}
+        api("network_ask", body, token)
+        seen.clear()
+        assert api("network_ask", body, token)[0] == 200
+        plain = Counter(seen)
+        seen.clear()
+        assert api("network_ask", body, token, {"Idempotency-Key": "counted-1"})[0] == 200
+        keyed = Counter(seen)
+    finally:
+        t.client().meta.events.unregister("before-parameter-build.dynamodb", unique_id="test-idem-count")
+    assert keyed - plain == Counter({"UpdateItem": 1}), (plain, keyed)
 
 
 def test_a_failed_keyed_send_stores_nothing_and_its_retry_runs_again(api, demo):

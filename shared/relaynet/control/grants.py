@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from relaynet import cursors
+from relaynet import cache, cursors
+from relaynet.config import settings
 from relaynet.errors import NotFound, PermissionDenied
 from relaynet.identity import Principal
 from relaynet.store import claims as claim_store
@@ -23,9 +24,25 @@ from relaynet.store import tasks as task_store
 LEVELS = ("observe", "communicate", "delegate", "operate")
 
 
-def representative(principal: Principal) -> dict[str, Any]:
-    """The representative's item; NotFound if it was deleted since the token was issued."""
-    rep = dir_store.representative(principal.rep)
+def _cache_key(principal: Principal) -> tuple[str, str]:
+    return settings().table_name, principal.rep
+
+
+def representative(principal: Principal, fresh: bool = True) -> dict[str, Any]:
+    """The representative's item (``grants``, ``grantOrder``, ``activeNetwork``); NotFound if it
+    was deleted since the token was issued.
+
+    ``fresh=False`` may answer a copy this container read at most ``RELAYNET_CACHE_SECONDS`` ago
+    (relaynet.cache.representatives; no request): for the grants of a call that names its
+    network. A call acting in the active network reads it fresh, since ``control_use_network``
+    runs in another function's container and the very next call must see its effect.
+    """
+    if fresh:
+        rep = dir_store.representative(principal.rep)
+        if rep is not None:
+            cache.representatives.put(_cache_key(principal), rep)
+    else:
+        rep = cache.representatives.get(_cache_key(principal), lambda: dir_store.representative(principal.rep))
     if rep is None:
         raise NotFound(f"representative {principal.rep!r} no longer exists")
     return rep
@@ -47,7 +64,7 @@ def scope(principal: Principal, network_id: str | None, needed: str | None,
     raises NotFound for a named object that is not in the network), then the grant (PermissionDenied
     below ``needed``; PROTOCOL.md 6).
     """
-    rep = representative(principal)
+    rep = representative(principal, fresh=network_id is None)
     grants = rep.get("grants") or {}
     net = network_id or rep.get("activeNetwork") or next(iter(granted_order(rep)), None)
     if net is None or net not in grants:
@@ -85,15 +102,31 @@ def worker_request(model, req, **extra):
     return model.model_validate({**fields, **extra})
 
 
-def _views(rep: dict[str, Any], nets: list[str]) -> list[dict[str, Any]]:
-    metas = dir_store.networks(nets)
+def _views(rep: dict[str, Any], nets: list[str], metas: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    metas = dict(metas or {})
+    missing = [n for n in nets if n not in metas]
+    if missing:
+        metas.update(dir_store.networks(missing))
     return [{"networkId": n, "name": (metas.get(n) or {}).get("name"), "grant": rep["grants"][n]} for n in nets]
 
 
 def whoami(principal: Principal) -> dict[str, Any]:
-    """control_whoami: ``{representative: {id, name}, grants, activeNetwork}``."""
-    rep = representative(principal)
-    nets = _views(rep, granted_order(rep))
+    """control_whoami: ``{representative: {id, name}, grants, activeNetwork}``.
+
+    One BatchGetItem when this container read the representative within the cache bound: the
+    representative (fresh, for ``activeNetwork``) with the names of its cached grants' networks;
+    a grant added since costs one more request for the new names.
+    """
+    known = cache.representatives.peek(_cache_key(principal))
+    if known is None:
+        rep = representative(principal)
+        nets = _views(rep, granted_order(rep))
+    else:
+        rep, metas = dir_store.representative_with_networks(principal.rep, granted_order(known))
+        if rep is None:
+            raise NotFound(f"representative {principal.rep!r} no longer exists")
+        cache.representatives.put(_cache_key(principal), rep)
+        nets = _views(rep, granted_order(rep), metas)
     active = rep.get("activeNetwork") or (nets[0]["networkId"] if nets else None)
     return {"representative": {"id": rep["id"], "name": rep["name"]}, "grants": nets, "activeNetwork": active}
 
@@ -104,7 +137,7 @@ def list_networks(principal: Principal, limit: int = 50, cursor: str | None = No
     (PROTOCOL.md 2 "Lists"; a bad cursor is InvalidArgument)."""
     listing = cursors.Listing("control_list_networks", principal)
     after = listing.position(cursor)
-    rep = representative(principal)
+    rep = representative(principal, fresh=False)  # grants only (relaynet.cache bound)
     chunk, last = cursors.page_sorted(sorted(rep.get("grants") or {}), lambda net: net, after, limit)
     return {"networks": _views(rep, chunk), "nextCursor": listing.next_cursor(last)}
 
@@ -113,4 +146,5 @@ def use_network(principal: Principal, network_id: str) -> dict[str, Any]:
     """control_use_network: sets and returns ``activeNetwork``."""
     rep, bound = scope(principal, network_id, "observe")
     dir_store.set_active_network(rep["name"], bound.network_id)
+    cache.representatives.drop(lambda key: key[1] == rep["name"])
     return {"activeNetwork": bound.network_id}

@@ -14,11 +14,23 @@ relaynet.messaging) keys itself with it and resumes instead of writing again.
 
 Body comparison: ``body`` is the request model dumped to JSON (defaults included), so two bodies
 that validate to the same arguments are the same body.
+
+Requests (issue 16): powertools writes its in-progress record (PutItem) before the call runs and
+completes it (UpdateItem) after, two requests of their own. Its persistence layer cannot join
+the domain's TransactWriteItems (``save_inprogress`` writes at once and must raise before the call
+runs; the call's writes are not known to it), so :class:`RidingPersistence` keeps powertools'
+record, conditions and flow and only defers the in-progress PutItem: it rides as one more item of
+the call's first transaction (relaynet.store.table.ride), committing atomically with the call's
+first change. A keyed write costs one request more than without the key (the completing
+UpdateItem) instead of two. What a client sees is the same: a retry after the first completed
+gets the stored response; a retry while the first is running past its first write is 409
+``in_progress``; a retry racing the first *before* its first write runs the domain too, but only
+one of the two commits (the other's transaction is cancelled by the record's condition, and that
+request answers from the record as a retry would).
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
 from aws_lambda_powertools.utilities.idempotency import (
@@ -39,17 +51,53 @@ TTL_SECONDS = 3600
 MAX_KEY_LENGTH = 255
 
 
-def _persistence() -> DynamoDBPersistenceLayer:
-    """The persistence layer on the current table and client (both can change: tests, the bench)."""
-    return _persistence_for(table.table_name(), table.client())
+class _Deferred:
+    """Stands in for the DynamoDB client while powertools builds its in-progress PutItem: keeps
+    the request instead of sending it."""
+
+    def __init__(self) -> None:
+        self.put: dict[str, Any] | None = None
+
+    def put_item(self, **kwargs: Any) -> None:
+        self.put = kwargs
 
 
-@functools.lru_cache(maxsize=4)
-def _persistence_for(table_name: str, client: Any) -> DynamoDBPersistenceLayer:
-    return DynamoDBPersistenceLayer(
-        table_name=table_name, key_attr="PK", sort_key_attr="SK", static_pk_value="idempotency#relaynet",
-        expiry_attr="ttl", boto3_client=client,
-    )
+class RidingPersistence(DynamoDBPersistenceLayer):
+    """powertools' DynamoDB persistence layer whose in-progress record rides with the call's
+    first write (see the module docstring). One instance per keyed call (it holds that call's
+    record); ``defer=False`` behaves exactly as powertools' own layer."""
+
+    def __init__(self, table_name: str, client: Any, defer: bool = True):
+        super().__init__(table_name=table_name, key_attr="PK", sort_key_attr="SK",
+                         static_pk_value="idempotency#relaynet", expiry_attr="ttl", boto3_client=client)
+        self.defer = defer
+        self.pending: dict[str, Any] | None = None  # the Put action of the in-progress record
+        self.rider: Any = None  # relaynet.store.table's rider, once the call runs
+
+    def _put_record(self, data_record: Any) -> None:
+        if not self.defer:
+            return super()._put_record(data_record)
+        real, shim = self.client, _Deferred()
+        self.client = shim
+        try:
+            super()._put_record(data_record)  # builds the item and its condition, sends nothing
+        finally:
+            self.client = real
+        self.pending = {"Put": shim.put}
+
+    def _written(self) -> bool:
+        return not self.defer or (self.rider is not None and self.rider.written)
+
+    def _update_record(self, data_record: Any) -> None:
+        if not self._written():  # the call wrote nothing: the record goes out now, then completes
+            with table.ride(self.pending) as rider:
+                self.rider = rider
+                table.flush_rider()
+        super()._update_record(data_record)
+
+    def _delete_record(self, data_record: Any) -> None:
+        if self._written():  # a record never written is not deleted (it may be another request's)
+            super()._delete_record(data_record)
 
 
 _CONFIG = IdempotencyConfig(event_key_jmespath="key", payload_validation_jmespath="body",
@@ -71,13 +119,25 @@ def once(tool: str, principal: Principal, key: str, body: dict[str, Any], fn: Ca
 
     scoped = f"{tool}#{who}#{key}"
 
-    @idempotent_function(data_keyword_argument="request", persistence_store=_persistence(), config=_CONFIG)
-    def run(request: dict[str, Any]) -> dict[str, Any]:
-        with request_key(scoped):
-            return fn()
+    def attempt(defer: bool) -> dict[str, Any]:
+        persistence = RidingPersistence(table.table_name(), table.client(), defer=defer)
+
+        @idempotent_function(data_keyword_argument="request", persistence_store=persistence, config=_CONFIG)
+        def run(request: dict[str, Any]) -> dict[str, Any]:
+            with request_key(scoped):
+                if persistence.pending is None:
+                    return fn()
+                with table.ride(persistence.pending) as rider:
+                    persistence.rider = rider
+                    return fn()
+
+        return run(request={"key": scoped, "body": body})
 
     try:
-        return run(request={"key": scoped, "body": body})
+        try:
+            return attempt(defer=True)
+        except table.RiderRefused:  # another request holds the key: answer as powertools does for a retry
+            return attempt(defer=False)
     except IdempotencyValidationError:
         raise Conflict("already_exists", "this Idempotency-Key was used with a different body") from None
     except IdempotencyAlreadyInProgressError:

@@ -76,6 +76,15 @@ def representative(name: str) -> dict[str, Any] | None:
     return t.get(*k.representative(name))
 
 
+def representative_with_networks(name: str, net_ids: Iterable[str]) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]]]:
+    """(the representative's item or None, ``{network id: network META}`` of ``net_ids`` that
+    exist), in one BatchGetItem (up to 99 networks; more take one more per 100)."""
+    ids = list(net_ids)
+    rep_key = k.representative(name)
+    got = t.batch_get([rep_key, *(k.network(n) for n in ids)])
+    return got.get(rep_key), {n: got[k.network(n)] for n in ids if k.network(n) in got}
+
+
 def set_active_network(rep: str, net: str) -> None:
     """Record the representative's active network (control_use_network)."""
     t.update(*k.representative(rep), "SET activeNetwork = :n", n=net)

@@ -415,6 +415,7 @@ def _pages(kwargs: dict[str, Any], limit: int | None) -> Iterator[dict[str, Any]
 @observability.traced
 def put(item: dict[str, Any], condition: str | None = None, /, **cond_values: Any) -> bool:
     """Put an item; with ``condition``, a conditional write. Returns False if the condition failed."""
+    flush_rider()
     kwargs: dict[str, Any] = {"TableName": table_name(), "Item": encode(item)}
     if condition:
         kwargs["ConditionExpression"] = condition
@@ -442,6 +443,7 @@ def update(
     **vals: Any,
 ) -> dict[str, Any] | None | bool:
     """An UpdateItem. Returns the new item (``return_new``), True, or False if the condition failed."""
+    flush_rider()
     kwargs: dict[str, Any] = {"TableName": table_name(), "Key": key(pk, sk), "UpdateExpression": expr}
     if condition:
         kwargs["ConditionExpression"] = condition
@@ -471,6 +473,7 @@ class TransactionCancelled(Exception):
 @observability.traced
 def delete_if(pk: str, sk: str, condition: str, /, names: dict[str, str] | None = None, **vals: Any) -> bool:
     """A conditional DeleteItem. Returns False when the item is absent or the condition failed."""
+    flush_rider()
     kwargs: dict[str, Any] = {"TableName": table_name(), "Key": key(pk, sk),
                               "ConditionExpression": f"attribute_exists(PK) AND ({condition})"}
     if names:
@@ -523,6 +526,50 @@ def _cond(action: dict[str, Any], condition: str | None, names: dict[str, str] |
         action["ExpressionAttributeValues"] = values(**vals)
 
 
+class RiderRefused(Exception):
+    """The record riding along with the domain's first write (:func:`ride`) met its condition
+    failing: another request holds it. Nothing of the cancelled write happened."""
+
+
+@dataclass
+class _Rider:
+    action: dict[str, Any]  # a TransactWriteItems Put action (TableName, Item, ConditionExpression, ...)
+    written: bool = False
+
+
+_rider: contextvars.ContextVar[_Rider | None] = contextvars.ContextVar("relaynet_rider", default=None)
+
+
+@contextlib.contextmanager
+def ride(action: dict[str, Any]) -> Iterator[_Rider]:
+    """Within the block, write the conditional Put ``action`` with the first write the domain
+    makes: as one more item of its first :func:`transact` (no request of its own), or as a PutItem
+    just before a first :func:`put`, :func:`update` or :func:`delete_if`. The Idempotency-Key's
+    in-progress record rides this way (relaynet.http.idempotency), so it commits atomically with
+    the call's first change. A refused condition raises :class:`RiderRefused` from that write
+    (which then did not happen). The yielded rider's ``written`` says whether it went out."""
+    rider = _Rider(action)
+    reset_to = _rider.set(rider)
+    try:
+        yield rider
+    finally:
+        _rider.reset(reset_to)
+
+
+def flush_rider() -> None:
+    """Write a pending rider now as its own PutItem (no-op without one). Raises RiderRefused."""
+    rider = _rider.get()
+    if rider is None or rider.written:
+        return
+    try:
+        client().put_item(**rider.action["Put"])
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            raise RiderRefused() from exc
+        raise
+    rider.written = True
+
+
 @observability.traced
 def transact(actions: list[dict[str, Any]], token: str | None = None) -> None:
     """One TransactWriteItems (at most 100 actions): all or nothing.
@@ -532,7 +579,11 @@ def transact(actions: list[dict[str, Any]], token: str | None = None) -> None:
     """
     if len(actions) > MAX_TRANSACT_ITEMS:
         raise ValueError(f"a transaction holds at most {MAX_TRANSACT_ITEMS} actions, got {len(actions)}")
-    kwargs: dict[str, Any] = {"TransactItems": actions}
+    rider = _rider.get()
+    if rider is not None and not rider.written and len(actions) >= MAX_TRANSACT_ITEMS:
+        flush_rider()  # no room for it: on its own, first
+    riding = rider is not None and not rider.written
+    kwargs: dict[str, Any] = {"TransactItems": [rider.action, *actions] if riding else actions}
     if token:
         kwargs["ClientRequestToken"] = token
     try:
@@ -549,4 +600,10 @@ def transact(actions: list[dict[str, Any]], token: str | None = None) -> None:
         observability.count("TransactionCancelled")
         if "TransactionConflict" in reasons:
             observability.count("TransactionConflict")
+        if riding:
+            if reasons and reasons[0] == "ConditionalCheckFailed":
+                raise RiderRefused() from exc
+            reasons = reasons[1:]  # the caller's own actions, as it numbered them
         raise TransactionCancelled(reasons) from exc
+    if riding:
+        rider.written = True
