@@ -28,11 +28,17 @@ NOT_AT_INIT = {
 PROBE = """
 import importlib, json, os, sys
 sys.path[:0] = [os.path.join(sys.argv[1], "functions"), os.path.join(sys.argv[1], "shared")]
-found = {}
-for name in sorted(f[:-3] for f in os.listdir(os.path.join(sys.argv[1], "functions")) if f.endswith(".py")):
+found, layer = {}, set()
+names = sorted(f[:-3] for f in os.listdir(os.path.join(sys.argv[1], "functions")) if f.endswith(".py"))
+# the AG2 wire's functions last: they also carry Ag2Layer, whose ag2 package imports what it needs
+# itself (httpx, mcp, yaml); only what our code adds on top of it counts against them
+for name in sorted(names, key=lambda n: n.startswith("ag2_")):
+    if name.startswith("ag2_") and not layer:
+        importlib.import_module("ag2.network")
+        layer = set(sys.modules)
     importlib.import_module(name)
     for module in json.loads(sys.argv[2]):
-        if module in sys.modules:
+        if module in sys.modules and module not in layer:
             found.setdefault(module, name)
 print(json.dumps(found))
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from relaynet import messaging, tasks
+from relaynet.store import keys as k
 from relaynet.store import tasks as task_store
 from relaynet.store.mailboxes import Thread
 from relaynet.store.tasks import Before
@@ -97,7 +98,9 @@ class TestRequeue:
 class TestTaskItem:
     def test_an_offered_task_is_due_in_the_routing_index_when_its_offer_expires(self):
         item = task_store.item(offered_task(), 1_000)
-        assert item["GSI1PK"] == "ROUTE" and item["GSI1SK"] == f"{2_000:013d}#{NET}#task_1"
+        # its routing shard (ROUTE#<n>, n from the network and task: store/keys.py), due at the expiry
+        assert item["GSI1PK"] == k.route_pk(NET, "task_1") and item["GSI1PK"].startswith("ROUTE#")
+        assert item["GSI1SK"] == f"{2_000:013d}#{NET}#task_1"
         assert (item["GSI2PK"], item["GSI2SK"]) == (f"NET#{NET}#TASKS", "task_1")
 
     def test_a_parked_task_sits_in_its_wait_group_and_a_working_one_in_no_routing_index(self):
