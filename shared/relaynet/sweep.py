@@ -45,8 +45,7 @@ from botocore.exceptions import ClientError
 from relaynet import clock, routing
 from relaynet.config import settings
 from relaynet.directory import Directory, load
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import tasks as store
 from relaynet.tasks import Before, expire_offer, instance_update, offer_actions, park, save
 
 log = Logger(child=True)  # relaynet.observability.logger's child: "<service>.sweep"
@@ -114,8 +113,7 @@ def _due(r: _Run, limit: int) -> list[dict[str, Any]]:
     """Phase 1's tasks: at most ``limit`` due items over every routing shard, oldest first in
     each. Each shard is asked for an equal share (one Query each, in parallel); the budget a
     shard did not use goes, in up to :data:`DUE_ROUNDS` rounds, to the shards that had more."""
-    high = f"{r.now:013d}~"
-    low = {pk: "0" for pk in (*k.route_pks(), k.ROUTE)}  # where each shard's next Query starts
+    low = {pk: "0" for pk in store.routing_partitions()}  # where each shard's next Query starts
     out: list[dict[str, Any]] = []
     for _ in range(DUE_ROUNDS):
         budget = limit - len(out)
@@ -125,7 +123,7 @@ def _due(r: _Run, limit: int) -> list[dict[str, Any]]:
         shards = list(low)
 
         def page(pk: str) -> tuple[list[dict[str, Any]], bool]:
-            return t.query(pk, index="GSI1", sk_between=(low[pk], high), limit=share, one_page=True)
+            return store.due_page(pk, low[pk], r.now, share)
 
         for pk, (items, more) in zip(shards, r.map(page, shards)):
             out += items
@@ -163,8 +161,7 @@ def _route_all(r: _Run, tasks: list[dict[str, Any]]) -> None:
 
 def _wake(r: _Run, limit: int) -> None:
     """Phase 2: offer parked tasks of the wait groups someone is now eligible for."""
-    pks = [*k.waiting_pks(), k.WAITING]
-    markers = [m for shard in r.map(lambda pk: t.query(pk, index="GSI1"), pks) for m in shard]
+    markers = [m for shard in r.map(store.markers, store.marker_partitions()) for m in shard]
     r.load_directories(m["networkId"] for m in markers)
     ready = []
     for marker in markers:
@@ -172,11 +169,10 @@ def _wake(r: _Run, limit: int) -> None:
         if routing.any_eligible(marker["probe"], r.directory(marker["networkId"]), r.now):
             ready.append(marker)
         elif _quiet(r, marker) and int(marker.get("lastCheckedAt", 0)) <= r.now - EMPTY_CHECK_MS:
-            if _empty(marker):
+            if store.group_empty(marker):
                 _close(r, marker)
             else:  # still waiting for someone: look again in a while
-                t.update(marker["PK"], marker["SK"], "SET lastCheckedAt = :now", condition="attribute_exists(PK)",
-                         now=r.now)
+                store.mark_checked(marker, r.now)
     r.stats["groups_ready"] = len(ready)
     random.shuffle(ready)  # no group is always last in line when the budget runs out
     found = _parked(r, ready, limit)
@@ -202,11 +198,8 @@ def _parked(r: _Run, ready: list[dict[str, Any]], limit: int) -> list[list[dict[
         served = todo[:len(shares)]
 
         def page(i: int) -> list[dict[str, Any]]:
-            marker, n = ready[served[i]], served[i]
-            pk = k.wait_pk(marker["networkId"], marker["waitKey"])
-            if n in after:
-                return t.query(pk, index="GSI1", sk_gt=after[n], limit=shares[i])
-            return t.query(pk, index="GSI1", limit=shares[i])
+            n = served[i]
+            return store.parked_page(ready[n], shares[i], after.get(n))
 
         full = []
         for i, tasks in enumerate(r.map(page, range(len(served)))):
@@ -236,17 +229,10 @@ def _quiet(r: _Run, marker: dict[str, Any]) -> bool:
     return int(marker.get("lastParkedAt", 0)) <= r.now - MARKER_GRACE_MS
 
 
-def _empty(marker: dict[str, Any]) -> bool:
-    return not t.query(k.wait_pk(marker["networkId"], marker["waitKey"]), index="GSI1", limit=1)
-
-
 def _close(r: _Run, marker: dict[str, Any]) -> None:
     """Delete the marker of an empty wait group, unless a task was parked in it since it was read."""
-    try:
-        t.transact([t.tx_delete(marker["PK"], marker["SK"], "gen = :gen", gen=marker.get("gen", 0))])
+    if store.close_marker(marker):
         r.stats["groups_closed"] += 1
-    except t.TransactionCancelled:
-        pass  # parked in meanwhile (or closed by another run)
 
 
 def _route(task: dict[str, Any], d: Directory, now: int) -> list[str]:
@@ -280,8 +266,8 @@ def _route(task: dict[str, Any], d: Directory, now: int) -> list[str]:
         park(task, now)
         outcomes.append("parked")
     try:
-        t.transact([*save(task, before, now), *actions])
-    except t.TransactionCancelled:
+        store.commit([*save(task, before, now), *actions])
+    except store.TransactionCancelled:
         if chosen is not None:
             (chosen.get("active") or set()).discard(task["id"])
         if expired_from is not None and expired_from in d.instances:

@@ -289,14 +289,14 @@ def test_a_marker_is_never_closed_under_a_task_parked_after_it_was_read(net, mon
     boss = net.principals["boss0"]
     tid = delegate(boss, toAgent="idle")["taskId"]
     tasks.update(boss, w.TaskUpdateRequest(taskId=tid, status="cancelled"))
-    real_empty, parked = sweep._empty, []
+    real_empty, parked = sweep.store.group_empty, []
 
     def empty_then_park(m):
         result = real_empty(m)
         parked.append(delegate(boss, toAgent="idle")["taskId"])  # lands between the check and the delete
         return result
 
-    monkeypatch.setattr(sweep, "_empty", empty_then_park)
+    monkeypatch.setattr(sweep.store, "group_empty", empty_then_park)
     assert sweep.run(now_ms=clock.now_ms() + HOUR)["groups_closed"] == 0
     assert marker(net, parked[0]) is not None
 

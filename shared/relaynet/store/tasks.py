@@ -164,6 +164,59 @@ def offer_to_instance(net: str, inst_id: str, task_id: str, now_ms: int) -> dict
                        tid={task_id}, now=now_ms, stopped="stopped")
 
 
+# --------------------------------------------------------------------------- the routing index (the sweep's reads)
+
+def routing_partitions() -> list[str]:
+    """Every GSI1 partition holding due tasks: the :data:`keys.ROUTE_SHARDS` routing shards, then
+    the pre-shard ``ROUTE`` an older hub wrote (swept until empty, never migrated)."""
+    return [*k.route_pks(), k.ROUTE]
+
+
+def marker_partitions() -> list[str]:
+    """Every GSI1 partition holding wait-group markers: the shards, then the pre-shard ``WAITING``."""
+    return [*k.waiting_pks(), k.WAITING]
+
+
+def due_page(pk: str, low: str, now_ms: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
+    """(at most ``limit`` task items of routing partition ``pk`` due by ``now_ms`` with GSI1SK
+    from ``low`` on, oldest first; whether the partition may hold more): one Query."""
+    return t.query(pk, index="GSI1", sk_between=(low, f"{now_ms:013d}~"), limit=limit, one_page=True)
+
+
+def markers(pk: str) -> list[dict[str, Any]]:
+    """The wait-group markers of marker partition ``pk`` (all pages)."""
+    return t.query(pk, index="GSI1")
+
+
+def parked_page(marker: dict[str, Any], limit: int, after: str | None = None) -> list[dict[str, Any]]:
+    """At most ``limit`` tasks parked in ``marker``'s wait group, oldest first, after GSI1SK
+    ``after`` when given."""
+    pk = k.wait_pk(marker["networkId"], marker["waitKey"])
+    if after is not None:
+        return t.query(pk, index="GSI1", sk_gt=after, limit=limit)
+    return t.query(pk, index="GSI1", limit=limit)
+
+
+def group_empty(marker: dict[str, Any]) -> bool:
+    """Whether no task is parked in ``marker``'s wait group (one Query of one item)."""
+    return not t.query(k.wait_pk(marker["networkId"], marker["waitKey"]), index="GSI1", limit=1)
+
+
+def mark_checked(marker: dict[str, Any], now_ms: int) -> None:
+    """Record that the sweep found ``marker``'s group still waiting (``lastCheckedAt``), if the marker exists."""
+    t.update(marker["PK"], marker["SK"], "SET lastCheckedAt = :now", condition="attribute_exists(PK)", now=now_ms)
+
+
+def close_marker(marker: dict[str, Any]) -> bool:
+    """Delete ``marker`` unless a task was parked in its group since it was read (``gen`` moved);
+    False when it was not deleted (parked in meanwhile, or closed by another run)."""
+    try:
+        t.transact([t.tx_delete(marker["PK"], marker["SK"], "gen = :gen", gen=marker.get("gen", 0))])
+    except t.TransactionCancelled:
+        return False
+    return True
+
+
 def commit(actions: list[dict[str, Any]]) -> None:
     """One TransactWriteItems of a task's write and what goes with it; TransactionCancelled when a
     condition failed or it conflicted."""
