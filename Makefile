@@ -50,11 +50,11 @@ chromium:
 test: setup-test chromium
 	$(BIN)/python -m pytest
 
-# The inner loop (README, "Which tests when"): the generated files, the domain on moto and the
+# The inner loop (README, "Which tests when"), on every core (pytest-xdist): the generated files, the domain on moto and the
 # handlers through API Gateway events; the races on DynamoDB Local, the subprocess hubs and the
 # SAM CLI are left to `make test`.
 check: setup-test
-	$(BIN)/python -m pytest -p no:cacheprovider tests/test_generate.py tests/unit tests/api \
+	$(BIN)/python -m pytest -p no:cacheprovider -n auto tests/test_generate.py tests/unit tests/api \
 		-m 'not fuzz and not e2e and not sam and not store'
 
 # The long scale tests (pytest marker `scale`): one task re-offered 10,000 times on DynamoDB Local.
