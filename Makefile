@@ -10,11 +10,11 @@ TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: setup setup-test store chromium run test check generate fuzz lint openapi cost build bench bench-store bench-scale test-scale screenshots clean
 
-# What the hub needs and nothing more: the package and its runtime dependencies.
+# What the hub needs and nothing more: the package, its runtime dependencies and the AG2 wire's (ag2, websockets).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet -e '.[ag2]'
 	touch $(STAMP)
 
 # The test extras on top (pytest, hypothesis, moto, cfn-lint, the SAM CLI, ag2).

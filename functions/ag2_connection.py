@@ -8,7 +8,7 @@ from relaynet import clock
 from relaynet.store import ag2 as store
 from relaynet.store import table
 
-logger = Logger(service="relaynet")
+logger = Logger()  # the service from POWERTOOLS_SERVICE_NAME (the template sets relaynet)
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these):
 # PutItem records a connection, GetItem and DeleteItem forget it and its bindings.

@@ -10,7 +10,7 @@ from relaynet.ag2.wire import Wire
 from relaynet.store import ag2 as store
 from relaynet.store import table
 
-logger = Logger(service="relaynet")
+logger = Logger()  # the service from POWERTOOLS_SERVICE_NAME (the template sets relaynet)
 wire = Wire(ops.OPS, ops.hello, ops.receipt, ops.DEFERRED)
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these).

@@ -9,7 +9,7 @@ from relaynet import clock
 from relaynet.ag2 import ops, post
 from relaynet.store import table
 
-logger = Logger(service="relaynet")
+logger = Logger()  # the service from POWERTOOLS_SERVICE_NAME (the template sets relaynet)
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these):
 # Query lists idle connections and stale handshakes (GSI1), UpdateItem marks connections pinged and

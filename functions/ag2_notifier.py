@@ -10,7 +10,7 @@ from relaynet.ag2 import ops, post
 from relaynet.store import ag2 as store
 from relaynet.store import table
 
-logger = Logger(service="relaynet")
+logger = Logger()  # the service from POWERTOOLS_SERVICE_NAME (the template sets relaynet)
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these):

@@ -18,7 +18,8 @@ run as in AWS.
   ``RELAYNET_AG2_MAX_CONNECTION_SECONDS`` to shorten it) and after 10 minutes without a message
   either way (``RELAYNET_AG2_IDLE_SECONDS``).
 
-Without the ``websockets`` package, ``/v1/ag2`` answers 501 naming the command that installs it.
+Without the ``ag2`` and ``websockets`` packages, ``/v1/ag2`` answers 501 naming the command that installs them
+(and relaynet_local.server neither loads the AG2 functions nor runs their schedule).
 """
 
 from __future__ import annotations
@@ -42,7 +43,20 @@ STAGE = "ag2"
 MANAGEMENT_PREFIX = f"/{STAGE}/@connections/"
 MAX_CLIENT_FRAME = 32 * 1024
 MAX_SERVER_MESSAGE = 128 * 1024
-INSTALL_HINT = "pip install 'relaynet[ag2]' (or: pip install websockets)"
+INSTALL_HINT = "pip install 'relaynet[ag2]' (ag2 and websockets; `make run` installs them), then restart the hub"
+
+
+def wire_installed() -> bool:
+    """Whether this Python has what the AG2 wire needs: ``ag2`` (its frames and adapters, which
+    the functions/ag2_*.py handlers import) and ``websockets`` (the local WebSocket server)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("ag2", "websockets"))
+
+
+def is_wire_function(handler: str) -> bool:
+    """Whether a template function's ``Handler`` is one of the AG2 wire's (functions/ag2_*.py)."""
+    return handler.split(".")[0].startswith("ag2_")
 
 
 def _sub_function(value: Any) -> str | None:
@@ -99,11 +113,7 @@ class Ag2Gateway:
         self.domain = ""
         self.max_seconds = float(os.environ.get("RELAYNET_AG2_MAX_CONNECTION_SECONDS", 7200))
         self.idle_seconds = float(os.environ.get("RELAYNET_AG2_IDLE_SECONDS", 600))
-        try:
-            from websockets.sync.server import serve  # noqa: F401
-            self.available = True
-        except ImportError:
-            self.available = False
+        self.available = wire_installed()
 
     @property
     def enabled(self) -> bool:

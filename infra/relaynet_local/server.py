@@ -72,6 +72,7 @@ from urllib.parse import unquote, urlsplit
 
 from relaynet_local import events, lambdas
 from relaynet_local.ag2_ws import INSTALL_HINT as AG2_INSTALL_HINT
+from relaynet_local.ag2_ws import is_wire_function, wire_installed
 from relaynet_local.ag2_ws import MANAGEMENT_PREFIX, Ag2Gateway
 from relaynet_local.ag2_ws import PATH as AG2_PATH
 from relaynet_local.ag2_ws import STAGE as AG2_STAGE
@@ -354,6 +355,7 @@ class LocalStack:
         self.host, self.port = host, port
         self.template_path = find_template(template)
         self.sweep_interval = sweep_interval
+        self._ag2_installed = wire_installed()  # else the AG2 functions are neither loaded nor scheduled
         self._given_endpoint = dynamodb_endpoint
         self.dynamodb_endpoint = dynamodb_endpoint
         self.table = table
@@ -486,6 +488,8 @@ class LocalStack:
         failures = 0
         with self._sweep_lock:
             for schedule in self.template.schedules:
+                if is_wire_function(schedule.function.handler) and not self._ag2_installed:
+                    continue  # the AG2 wire is off (_preload said so once)
                 try:
                     self.invoke(schedule.function, events.schedule_event(schedule.function.logical_id))
                 except Exception:  # noqa: BLE001 - logged, never fatal
@@ -576,14 +580,20 @@ class LocalStack:
 
     def _preload(self) -> None:
         seen = set()
+        skipped = []
         for fn in self.template.functions.values():
             if (fn.code_uri, fn.handler) in seen:
+                continue
+            if is_wire_function(fn.handler) and not self._ag2_installed:
+                skipped.append(fn.logical_id)
                 continue
             seen.add((fn.code_uri, fn.handler))
             try:
                 lambdas.load_handler(fn.code_uri, fn.handler)
             except Exception:  # noqa: BLE001 - the route answers 500 until it is fixed
                 log.exception("cannot load %s (%s)", fn.logical_id, fn.handler)
+        if skipped:
+            log.warning("the AG2 wire is off (%s not loaded): %s", ", ".join(skipped), AG2_INSTALL_HINT)
 
     def _write_state(self) -> None:
         if self.state_dir is None or not self._serving:
@@ -795,7 +805,7 @@ def _serve(out: Any, stack: LocalStack, spec: str | os.PathLike[str] | None, tok
         print(f"Relaynet hub listening on {stack.url}", file=out, flush=True)
         if stack.ag2_url:
             print(f"AG2 hub: HubClient(WsLink({stack.ag2_url!r}))"
-                  + ("" if stack.ag2 and stack.ag2.available else f" needs websockets: {AG2_INSTALL_HINT}"),
+                  + ("" if stack.ag2 and stack.ag2.available else f" is off: {AG2_INSTALL_HINT}"),
                   file=out, flush=True)
         if any(r.path == "/v1/ui" for r in stack.template.routes):
             print(f"Operator page: {stack.url}/v1/ui (sign in with a representative token of {tokens_path})",
