@@ -7,6 +7,7 @@ on DynamoDB Local (``server_table``), the store ``relaynet serve`` ships; end-to
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,30 +104,37 @@ def dynamodb_local(tmp_path_factory):
 _tables = iter(range(1, 1 << 30))
 
 
-@pytest.fixture
-def server_table(dynamodb_local, monkeypatch):
-    """A fresh table (schema from template.yaml) on DynamoDB Local, for races between real
-    threads: every request is a real DynamoDB API call, atomic as DynamoDB makes it, with no
-    lock of ours. Yields the endpoint."""
+@contextlib.contextmanager
+def fresh_table(endpoint: str, monkeypatch, prefix: str = "relaynet-race"):
+    """A fresh table (schema from template.yaml) on the DynamoDB at ``endpoint``, this process's
+    store client pointed at it for the test, deleted afterwards. Yields the endpoint."""
     import boto3
 
+    from relaynet.config import settings
     from relaynet.store import table as t
     from relaynet_local.template import create_table
 
-    name = f"relaynet-race-{next(_tables)}"
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_local)
+    name = f"{prefix}-{next(_tables)}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", endpoint)
     monkeypatch.setenv("RELAYNET_TABLE", name)
-    from relaynet.config import settings
-
     settings.cache_clear()
     t.reset()
     client = boto3.client("dynamodb")
     create_table(client, TEMPLATE, name)
     try:
-        yield dynamodb_local
+        yield endpoint
     finally:
         t.reset()
         client.delete_table(TableName=name)
+
+
+@pytest.fixture
+def server_table(dynamodb_local, monkeypatch):
+    """A fresh table (schema from template.yaml) on DynamoDB Local, for races between real
+    threads: every request is a real DynamoDB API call, atomic as DynamoDB makes it, with no
+    lock of ours. Yields the endpoint."""
+    with fresh_table(dynamodb_local, monkeypatch) as endpoint:
+        yield endpoint
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,6 @@ from tests.conftest import apply
 
 
 SHM = Path("/dev/shm")
-_tables = iter(range(1, 1 << 30))
 
 
 @pytest.fixture(scope="module")
@@ -49,24 +48,12 @@ def scale_store(request):
 
 @pytest.fixture
 def server_table(scale_store, monkeypatch):
-    """A fresh table (schema from template.yaml) on :func:`scale_store`, as conftest's
-    ``server_table`` makes one on the session's store."""
-    from relaynet.config import settings
-    from relaynet_local.template import create_table
-    from tests.conftest import TEMPLATE
+    """A fresh table on :func:`scale_store`, as conftest's ``server_table`` makes one on the
+    session's store."""
+    from tests.conftest import fresh_table
 
-    name = f"relaynet-scale-{next(_tables)}"
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", scale_store)
-    monkeypatch.setenv("RELAYNET_TABLE", name)
-    settings.cache_clear()
-    t.reset()
-    client = boto3.client("dynamodb")
-    create_table(client, TEMPLATE, name)
-    try:
-        yield scale_store
-    finally:
-        t.reset()
-        client.delete_table(TableName=name)
+    with fresh_table(scale_store, monkeypatch, "relaynet-scale") as endpoint:
+        yield endpoint
 
 
 def spec(name: str, worker_instances: int = 0) -> str:
