@@ -214,8 +214,6 @@ def handler_source(op: catalogue.Operation) -> str:
     if op.model_name is not None:
         head += ["from typing import Annotated", "", "from aws_lambda_powertools.event_handler.openapi.params import Body", ""]
     head += imports.lines()
-    head += [f"import {m}  # noqa: F401  (the domain imports it inside a function: loaded at init, not on the first call)"
-             for m in op.preload]
     head.append("from relaynet.http.api import ToolApp")
     if op.model_name is not None:
         head.append(f"from relaynet.models.{op.surface} import {op.model_name}")

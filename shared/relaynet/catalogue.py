@@ -49,8 +49,6 @@ class Operation:
     - ``idempotent``: it accepts an ``Idempotency-Key`` (PROTOCOL.md 2: creating writes), and then
       ``actions`` must include :data:`relaynet.store.table.IDEMPOTENCY_ACTIONS`;
       ``idempotent_when`` narrows it to requests where that condition over ``request`` holds.
-    - ``preload``: modules the domain function imports inside itself, imported by the handler
-      at init so the first call does not pay for them (cold start).
     """
 
     name: str
@@ -64,7 +62,6 @@ class Operation:
     args: tuple[str, ...] = ("caller", "request")
     idempotent: bool = False
     idempotent_when: str | None = None
-    preload: tuple[str, ...] = ()
 
     @property
     def model(self) -> Type[Request] | None:
