@@ -726,8 +726,8 @@ def _ag2_story(run: Callable[..., Any], request: Callable[..., None], register: 
 
     yield Step("ag2 keepalive (idle connections pinged, an unacked invite timed out)", "ag2_keepalive", False,
                keepalive)
-    yield Step("ag2 $disconnect", "ag2_connection", False, lambda: run("ag2_connection", ag2_event(
-        "$disconnect", "bench-a")))
+    yield Step("ag2 $disconnect (the reviewer's: its bindings and delivery markers go too)", "ag2_connection",
+               False, lambda: run("ag2_connection", ag2_event("$disconnect", "bench-b")))
 
 
 def _ag2_envelope(channel_id: str, sender: str, event_type: str, data: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ logger = Logger()  # the service from POWERTOOLS_SERVICE_NAME (the template sets
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these):
 # PutItem records a connection, GetItem and DeleteItem forget it and its bindings.
-DYNAMODB_ACTIONS = ("PutItem", "GetItem", "DeleteItem")
+DYNAMODB_ACTIONS = ("PutItem", "GetItem", "DeleteItem", "Query", "BatchWriteItem")
 
 
 @table.declares(DYNAMODB_ACTIONS, "ag2_connection")

@@ -17,7 +17,7 @@ wire = Wire(ops.OPS, ops.hello, ops.receipt, ops.DEFERRED)
 # GetItem/Query/BatchGetItem read connections, tokens, the directory, channels and bindings;
 # PutItem/UpdateItem write bindings, identities, cursors, handshakes and sends (transactions);
 # DeleteItem forgets a connection whose postToConnection answered Gone.
-DYNAMODB_ACTIONS = ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")
+DYNAMODB_ACTIONS = ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")
 TOUCH_INTERVAL_MS = 60_000  # a connection's last activity is written at most once a minute
 
 

@@ -15,7 +15,7 @@ logger = Logger()  # the service from POWERTOOLS_SERVICE_NAME (the template sets
 # Query lists idle connections and stale handshakes (GSI1), UpdateItem marks connections pinged and
 # ends handshakes, GetItem/PutItem/UpdateItem close a timed-out channel (relaynet.channels.close),
 # GetItem/DeleteItem forget gone connections.
-DYNAMODB_ACTIONS = ("Query", "UpdateItem", "GetItem", "PutItem", "DeleteItem")
+DYNAMODB_ACTIONS = ("Query", "UpdateItem", "GetItem", "PutItem", "DeleteItem", "BatchWriteItem")
 IDLE_MS = 4 * 60_000
 
 

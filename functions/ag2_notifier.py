@@ -14,8 +14,9 @@ logger = Logger()  # the service from POWERTOOLS_SERVICE_NAME (the template sets
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these):
-# GetItem reads the channel head, BatchGetItem the bindings, GetItem/DeleteItem forget a gone connection.
-DYNAMODB_ACTIONS = ("GetItem", "BatchGetItem", "DeleteItem")
+# GetItem reads the channel head, BatchGetItem the bindings, PutItem takes an envelope's delivery marker
+# (DeleteItem gives it back when a post fails); GetItem/DeleteItem/Query/BatchWriteItem forget a gone connection.
+DYNAMODB_ACTIONS = ("GetItem", "BatchGetItem", "PutItem", "DeleteItem", "Query", "BatchWriteItem")
 
 
 def record_handler(record: DynamoDBRecord) -> None:

@@ -35,13 +35,14 @@ TEMPLATE = ROOT / "template.yaml"
 PRESENCE = {"UpdateItem"}  # relaynet.identity.touch, for instance tokens (worker and plugin surfaces)
 #: Declared actions only a failure path needs, which a scenario cannot reach without breaking the
 #: table: each with the reason. Everything else a handler declares must be used by the scenarios.
-_GONE = "forgets a connection (and its bindings) whose postToConnection answered Gone (relaynet.ag2.ops.flush)"
+_GONE = ("forgets a connection (its bindings and delivery markers) whose postToConnection answered Gone "
+         "(relaynet.ag2.ops.flush)")
 FAILURE_PATHS: dict[str, dict[str, str]] = {
     "network_inbox": {"PutItem": "puts taken mailbox entries back when their thread copies cannot be "
                                  "read (relaynet.messaging._restore)"},
-    "ag2_frames": {"DeleteItem": _GONE},
-    "ag2_notifier": {"GetItem": _GONE, "DeleteItem": _GONE},
-    "ag2_keepalive": {"GetItem": _GONE, "DeleteItem": _GONE},
+    "ag2_frames": {"DeleteItem": _GONE, "BatchWriteItem": _GONE},
+    "ag2_notifier": {"GetItem": _GONE, "DeleteItem": _GONE, "Query": _GONE, "BatchWriteItem": _GONE},
+    "ag2_keepalive": {"GetItem": _GONE, "DeleteItem": _GONE, "BatchWriteItem": _GONE},
 }
 
 

@@ -174,3 +174,44 @@ def test_a_stop_releases_claims_and_requeues_tasks_in_the_one_transaction_that_c
     assert kinds[:2] == ["instance", "claim"]
     with pytest.raises(InvalidArgument):
         instances.stop_agent(OPS, None, coder.instance_id, first["confirmationId"])
+
+
+class TestAg2Deliveries:
+    """store/ag2.py's delivery markers: what makes a connection get each envelope once when the
+    hello's replay, the stream notifier and a retried stream batch all find it (docs/protocol.md 12)."""
+
+    def test_of_eight_threads_claiming_one_delivery_exactly_one_wins(self, server_table):
+        import threading
+
+        from relaynet.store import ag2 as ag2_store
+
+        ag2_store.put_connection("c-race", clock.now_ms())
+        won: list[bool] = []
+        barrier = threading.Barrier(8)
+
+        def claim() -> None:
+            barrier.wait()
+            won.append(ag2_store.claim_delivery("c-race", "coder", "env_1", clock.now_ms()))
+
+        threads = [threading.Thread(target=claim) for _ in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert sorted(won) == [False] * 7 + [True]
+        # per recipient and per connection: another agent on it, or the agent's next connection, may have it
+        assert ag2_store.claim_delivery("c-race", "reviewer", "env_1", clock.now_ms())
+        ag2_store.put_connection("c-next", clock.now_ms())
+        assert ag2_store.claim_delivery("c-next", "coder", "env_1", clock.now_ms())
+
+    def test_a_released_delivery_can_be_claimed_again_and_a_disconnect_deletes_the_markers(self, server_table):
+        from relaynet.store import ag2 as ag2_store
+
+        ag2_store.put_connection("c-gone", clock.now_ms())
+        for n in range(30):  # more than one BatchWriteItem's 25
+            assert ag2_store.claim_delivery("c-gone", "coder", f"env_{n:02d}", clock.now_ms())
+        ag2_store.release_delivery("c-gone", "coder", "env_00")
+        assert ag2_store.claim_delivery("c-gone", "coder", "env_00", clock.now_ms())
+        assert ag2_store.delete_connection("c-gone")["connection_id"] == "c-gone"
+        assert t.query("AG2#CONN#c-gone") == []
+        assert ag2_store.delete_connection("c-gone") is None

@@ -828,7 +828,10 @@ OPS: dict[str, Callable[[Session, dict[str, Any]], Any]] = {
 def flush(session: Session, endpoint_url: str) -> int:
     """Post the session's outbox in order (postToConnection); a connection that is gone is
     forgotten (its bindings too). An answer over 128 KB becomes an ``ok=false`` answer saying
-    so. Returns how many frames were posted."""
+    so. A notify is posted only by whoever takes its delivery marker (store.claim_delivery), so
+    a connection gets each envelope once per recipient however many paths find it. Returns how
+    many frames were posted. Raises botocore's ClientError for any other failed post (the marker
+    given back first, so a retry posts it)."""
     sent = 0
     gone: set[str] = set()
     for connection_id, frame in session.outbox:
@@ -843,12 +846,20 @@ def flush(session: Session, endpoint_url: str) -> int:
             data = f.encode(ResponseFrame(request_id=frame.request_id, ok=False, error_code="protocol_error",
                                           error_message=f"the answer is over API Gateway's 128 KB message limit "
                                                         f"({exc}); ask for less (read_wal: since/until)"))
+        marker = (connection_id, frame.recipient_id, frame.envelope.envelope_id) \
+            if isinstance(frame, NotifyFrame) else None
+        if marker and not store.claim_delivery(*marker, clock.now_ms()):
+            continue  # posted to this connection already
         try:
             post.post(endpoint_url, connection_id, data)
             sent += 1
         except post.Gone:
             gone.add(connection_id)
             store.delete_connection(connection_id)
+        except Exception:
+            if marker:
+                store.release_delivery(*marker)
+            raise
     session.outbox.clear()
     return sent
 

@@ -5,6 +5,7 @@ envelopes themselves are Relaynet's (relaynet.channels): AG2 channels are Relayn
 | item | PK | SK |
 |---|---|---|
 | connection (one WebSocket) | ``AG2#CONN#<connection id>`` | ``CONN`` |
+| delivery marker (an envelope posted to that connection for one recipient) | ``AG2#CONN#<connection id>`` | ``SENT#<recipient>#<envelope id>`` |
 | binding (an agent's live connection) and AG2 identity (passport, resume, rule, SKILL.md) | ``NET#<net>#AG2`` | ``BIND#<agent>`` / ``AGENT#<agent>`` |
 | cursor (last acked envelope) | ``NET#<net>#AG2#CUR#<agent>`` | ``CH#<channel>`` |
 | pending handshake of a channel (invitees still to ack, who asked) | the channel's partition | ``AG2`` |
@@ -13,8 +14,9 @@ envelopes themselves are Relaynet's (relaynet.channels): AG2 channels are Relayn
 GSI1 (sparse): every connection under ``GSI1PK = AG2CONNS``, ``GSI1SK = <last frame ms, 13
 digits>#<connection id>``, so the keepalive finds the connections idle longest in one Query;
 every handshake still waiting for acks under ``GSI1PK = AG2HANDSHAKES``, ``GSI1SK = <started ms>#<net>#<channel>``.
-Connections carry ``ttl`` (the table's TTL attribute, epoch seconds): API Gateway ends every connection after 2
-hours, so a connection item older than that is garbage whether or not ``$disconnect`` ran.
+Connections and delivery markers carry ``ttl`` (the table's TTL attribute, epoch seconds): API Gateway
+ends every connection after 2 hours, so a connection item older than that is garbage whether or not
+``$disconnect`` ran; ``$disconnect`` deletes the connection's whole partition.
 """
 
 from __future__ import annotations
@@ -82,16 +84,36 @@ def bind(connection_id: str, net: str, agent: str, instance_id: str, now_ms: int
 
 
 def delete_connection(connection_id: str) -> dict[str, Any] | None:
-    """Forget a connection (``$disconnect``, or a postToConnection that answered Gone) and the
-    bindings that still point at it; returns the item that was there."""
+    """Forget a connection (``$disconnect``, or a postToConnection that answered Gone): the
+    bindings that still point at it, its delivery markers and its item; returns the item that
+    was there (None when it was already gone)."""
     conn = get_connection(connection_id)
     if conn is None:
         return None
     net = conn.get("network_id")
     for agent in (conn.get("bindings") or {}):
         t.delete_if(_net_pk(net), f"BIND#{agent}", "connection_id = :c", c=connection_id)
-    t.delete_if(*_conn_key(connection_id), "attribute_exists(PK)")
+    pk, sk = _conn_key(connection_id)
+    t.batch_delete((i["PK"], i["SK"]) for i in t.query(pk, sk_prefix="SENT#"))
+    t.delete_if(pk, sk, "attribute_exists(PK)")
     return conn
+
+
+def claim_delivery(connection_id: str, recipient: str, envelope_id: str, now_ms: int) -> bool:
+    """Take the one right to post ``envelope_id`` to ``recipient`` on this connection (a
+    conditional put of its delivery marker). False when it was taken before: the hello's replay
+    and the stream notifier can both find an envelope written just before a re-attach, and a
+    stream batch can be retried, but a connection gets each envelope once (docs/protocol.md 12)."""
+    pk, _ = _conn_key(connection_id)
+    return t.put({"PK": pk, "SK": f"SENT#{recipient}#{envelope_id}", "ttl": now_ms // 1000 + CONNECTION_TTL_SECONDS},
+                 "attribute_not_exists(PK)")
+
+
+def release_delivery(connection_id: str, recipient: str, envelope_id: str) -> None:
+    """Give the right back (the post failed for a reason other than a gone connection), so a
+    retry of the same delivery posts it."""
+    pk, _ = _conn_key(connection_id)
+    t.delete_if(pk, f"SENT#{recipient}#{envelope_id}", "attribute_exists(PK)")
 
 
 def idle_connections(before_ms: int, limit: int = 500) -> list[dict[str, Any]]:

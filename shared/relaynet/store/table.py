@@ -264,6 +264,21 @@ def batch_get(keys: Iterable[tuple[str, str]], consistent: bool = True) -> dict[
 
 
 @observability.traced
+def batch_delete(keys: Iterable[tuple[str, str]]) -> int:
+    """Delete items by primary key, 25 per BatchWriteItem (unprocessed keys are retried);
+    unconditional, so an absent item is no error. Returns how many keys were sent."""
+    wanted = list(dict.fromkeys(keys))
+    flush_rider()
+    for start in range(0, len(wanted), 25):
+        req: dict[str, Any] | None = {table_name(): [{"DeleteRequest": {"Key": key(pk, sk)}}
+                                                      for pk, sk in wanted[start:start + 25]]}
+        while req:
+            resp = client().batch_write_item(RequestItems=req)
+            req = resp.get("UnprocessedItems") or None
+    return len(wanted)
+
+
+@observability.traced
 def query(
     pk: str,
     *,
