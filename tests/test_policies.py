@@ -40,7 +40,7 @@ _GONE = ("forgets a connection (its bindings and delivery markers) whose postToC
 FAILURE_PATHS: dict[str, dict[str, str]] = {
     "network_inbox": {"PutItem": "puts taken mailbox entries back when their thread copies cannot be "
                                  "read (relaynet.messaging._restore)"},
-    "ag2_frames": {"DeleteItem": _GONE, "BatchWriteItem": _GONE},
+    "ag2_frames": {"BatchWriteItem": _GONE},
     "ag2_notifier": {"GetItem": _GONE, "DeleteItem": _GONE, "Query": _GONE, "BatchWriteItem": _GONE},
     "ag2_keepalive": {"GetItem": _GONE, "DeleteItem": _GONE, "BatchWriteItem": _GONE},
 }

@@ -111,7 +111,8 @@ def _envelope_actions(net: str, channel: dict[str, Any], state: dict[str, Any], 
     actions = [store.envelope_action(net, env)]
     recipients = [n for n in (audience or names(channel)) if n != sender]
     for name in recipients:
-        msg = {"id": ids.new_id("msg"), "kind": "channel", "channelId": channel["channel_id"],
+        # the copy's id is the envelope's ULID, so an AG2 ack of the envelope finds it (relaynet.ag2.ops.receipt)
+        msg = {"id": ids.sibling("msg", env_id), "kind": "channel", "channelId": channel["channel_id"],
                "envelope": {key: v for key, v in env.items() if v is not None},
                "from": {"agent": sender} if sender else {"system": "router"}, "to": {"agent": name},
                "subject": channel.get("intent") or f"{channel['type']} channel",

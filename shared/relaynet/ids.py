@@ -47,3 +47,16 @@ def new_id(prefix: str) -> str:
     if prefix not in PREFIXES:
         raise ValueError(f"unknown id prefix {prefix!r}")
     return f"{prefix}_{ulid()}"
+
+
+def sibling(prefix: str, of: str) -> str:
+    """The id with ``prefix`` and the same ULID as ``of``: ``sibling("msg", "env_01JD...")`` ->
+    ``"msg_01JD..."``, so one object's copy can be found from the other's id without a read (a
+    channel envelope's mailbox copies, relaynet.channels). ValueError for an unknown prefix or an
+    ``of`` that is not a prefixed id."""
+    if prefix not in PREFIXES:
+        raise ValueError(f"unknown id prefix {prefix!r}")
+    head, sep, rest = of.partition("_")
+    if not sep or head not in PREFIXES or len(rest) != 26:
+        raise ValueError(f"not a prefixed id: {of!r}")
+    return f"{prefix}_{rest}"

@@ -178,6 +178,21 @@ def test_register_takes_over_a_name_registered_before(hub):
     run(story())
 
 
+async def channel_copies(hub: Hub, agent: str, expected: int) -> int:
+    """How many ``channel`` messages the agent's Relaynet mailbox holds (GET /v1/inbox/summary),
+    polled for up to 10 s until it is ``expected`` (the summary reads an index)."""
+    got = -1
+    for _ in range(50):
+        resp = await asyncio.to_thread(httpx.get, f"{hub.url}/v1/inbox/summary", timeout=30,
+                                       headers={"Authorization": f"Bearer {hub.token(agent)}"})
+        assert resp.status_code == 200, resp.text
+        got = resp.json()["byKind"].get("channel", 0)
+        if got == expected:
+            break
+        await asyncio.sleep(0.2)
+    return got
+
+
 def deliver_late(hub: Hub, texts_: set[str], monkeypatch) -> int:
     """The stream notifier (functions/ag2_notifier.py, run here against the hub's store and its
     management API) handed the INSERT records of the envelopes carrying ``texts_`` now: a stream
@@ -228,6 +243,7 @@ def test_a_reconnecting_agent_attaches_and_gets_exactly_what_it_missed(hub, monk
             await asyncio.sleep(0.5)  # $disconnect
             for text in ("missed one", "missed two"):
                 await alice.send(channel.channel_id, text)
+            assert await channel_copies(hub, "coder", 2) == 2  # kept in its Relaynet mailbox while away
             b2 = HubClient(WsLink(ws_url(hub)))
             try:
                 back = await b2.attach(coder(), "coder", passport=passport(hub, "coder"))
@@ -242,6 +258,9 @@ def test_a_reconnecting_agent_attaches_and_gets_exactly_what_it_missed(hub, monk
                 assert (await next_text(back, channel.channel_id)).event_data["text"] == "live again"
                 await asyncio.sleep(1.0)
                 assert back.ensure_channel_inbox(channel.channel_id).empty()  # nothing twice, nothing acked before
+                # every notify it acked was delivered: no copy waits in its mailbox, so network_inbox hands
+                # out nothing twice and an AG2-only agent's mailbox never fills to RELAYNET_MAILBOX_CAP
+                assert await channel_copies(hub, "coder", 0) == 0
             finally:
                 await b2.close()
         finally:

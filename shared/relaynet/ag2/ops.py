@@ -54,6 +54,7 @@ from relaynet.directory import load as load_directory
 from relaynet.errors import Conflict, InvalidArgument, NotFound, PermissionDenied, RelaynetError
 from relaynet.identity import Principal
 from relaynet.store import ag2 as store
+from relaynet.store import mailboxes as mail_store
 
 log = logging.getLogger(__name__)
 
@@ -797,14 +798,22 @@ def replay(session: Session, agent: str, since_envelope_id: str) -> None:
 
 
 def receipt(session: Session, recipient_id: str, channel_id: str, envelope_id: str, status: str) -> None:
-    """A client's receipt: an ``ack`` by an agent bound here advances its cursor of the channel;
-    anything else (a nack, an unattributable or foreign receipt) changes nothing."""
+    """A client's receipt: an ``ack`` by an agent bound here advances its cursor of the channel
+    and takes the envelope's copy out of the agent's Relaynet mailbox (delivered: network_inbox
+    does not hand it out again, and an AG2-only agent's mailbox does not fill to
+    RELAYNET_MAILBOX_CAP; docs/protocol.md 12); anything else (a nack, an unattributable or
+    foreign receipt) changes nothing."""
     if status != "ack" or recipient_id not in session.bound or not channel_id or not envelope_id:
         if status == "nack":
             log.warning("AG2 envelope nacked: recipient=%s channel=%s envelope=%s", recipient_id, channel_id,
                         envelope_id)
         return
     store.advance_cursor(session.network_id, recipient_id, channel_id, envelope_id)
+    try:
+        msg_id = ids.sibling("msg", envelope_id)
+    except ValueError:
+        return  # not an envelope id of ours: nothing in any mailbox
+    mail_store.discard(session.network_id, {"agent": recipient_id}, msg_id)
 
 
 OPS: dict[str, Callable[[Session, dict[str, Any]], Any]] = {

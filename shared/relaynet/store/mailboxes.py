@@ -301,6 +301,13 @@ def undelivered(net: str, mailbox: dict[str, str], limit: int, not_from_instance
                    filter_expr="senderInstance <> :me", filter_values=t.values(me=not_from_instance))
 
 
+def discard(net: str, mailbox: dict[str, str], msg_id: str) -> bool:
+    """Delete one entry of a mailbox (``{"agent"}`` or ``{"instanceId"}``) if it is still there:
+    the message was delivered another way (an AG2 client acked it). False when it was not there
+    (taken by network_inbox first, or never written)."""
+    return t.delete_if(k.mailbox_pk(net, mailbox), _MSG + msg_id, "attribute_exists(PK)")
+
+
 def sort_key(entry: dict[str, Any]) -> str:
     """What orders mailbox entries (their message ids: oldest first)."""
     return entry["SK"]
