@@ -245,6 +245,18 @@ def test_a_task_id_must_name_a_task_of_the_network(net, now):
     with pytest.raises(NotFound):
         claim(net.principals["coder0"], "src/**", taskId="task_01ABCDEFGHJKMNPQRSTVWXYZ01")
     assert counter(net.network_id) == 0
+    assert hot_claims(net.network_id) == []
+
+
+def test_an_unknown_task_is_404_before_a_conflict_is_409_and_a_renewal_checks_it_too(net, now):
+    mine = claim(net.principals["coder0"], "src/**")
+    before = (counter(net.network_id), hot_claims(net.network_id))
+    with pytest.raises(NotFound):  # would also conflict with coder0's claim: existence first (PROTOCOL.md 2)
+        claim(net.principals["coder1"], "src/api/**", taskId="task_01ABCDEFGHJKMNPQRSTVWXYZ01")
+    with pytest.raises(NotFound):  # coder0 renewing its own claim under a task that does not exist
+        claim(net.principals["coder0"], "src/**", taskId="task_01ABCDEFGHJKMNPQRSTVWXYZ01")
+    assert (counter(net.network_id), hot_claims(net.network_id)) == before
+    assert claim(net.principals["coder0"], "src/**")["claimId"] == mine["claimId"]
 
 
 MALFORMED = [
