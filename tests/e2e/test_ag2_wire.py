@@ -270,6 +270,49 @@ def test_a_reconnecting_agent_attaches_and_gets_exactly_what_it_missed(hub, monk
     run(story())
 
 
+def test_an_envelope_nacked_before_a_later_one_was_acked_is_replayed_on_attach(hub):
+    async def story():
+        a, b1 = HubClient(WsLink(ws_url(hub))), HubClient(WsLink(ws_url(hub)))
+        handled: list[str] = []
+
+        async def fussy(envelope) -> None:  # the coder's handler: fails on one text (AG2 nacks it)
+            if envelope.event_type == EV_TEXT:
+                handled.append(envelope.event_data["text"])
+                if envelope.event_data["text"] == "this one fails":
+                    raise RuntimeError("handler failed")
+
+        try:
+            alice = await a.register_human(passport(hub, "planner"))
+            bob = await b1.register(Agent("coder", "You take notes.", config=TestConfig("noted")),
+                                    passport(hub, "coder"), Resume())
+            bob.on_envelope(fussy)
+            channel = await bob.open(type="conversation", target="planner")  # no invite for the coder to ack
+            for text in ("this one fails", "this one is fine"):
+                await alice.send(channel.channel_id, text)
+            for _ in range(100):  # both handled: the first nacked, the second acked after it
+                if len(handled) == 2:
+                    break
+                await asyncio.sleep(0.1)
+            assert handled == ["this one fails", "this one is fine"]
+            await asyncio.sleep(0.5)  # the receipts reach the hub
+            await b1.close()
+            await asyncio.sleep(0.5)
+            b2 = HubClient(WsLink(ws_url(hub)))
+            try:
+                back = await b2.attach(Agent("coder", "You take notes.", config=TestConfig("noted")), "coder",
+                                       passport=passport(hub, "coder"))
+                assert (await next_text(back, channel.channel_id)).event_data["text"] == "this one fails"
+                await asyncio.sleep(1.0)
+                assert back.ensure_channel_inbox(channel.channel_id).empty()  # the acked one is not sent again
+            finally:
+                await b2.close()
+        finally:
+            await a.close()
+            await b1.close()
+
+    run(story())
+
+
 def test_an_unmodified_agent_with_ag2s_scripted_test_config_answers_a_consult(hub):
     async def story():
         a, b = HubClient(WsLink(ws_url(hub))), HubClient(WsLink(ws_url(hub)))

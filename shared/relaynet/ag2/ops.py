@@ -774,27 +774,33 @@ def recipients(item: dict[str, Any], head: dict[str, Any]) -> list[str]:
     return [n for n in (item.get("audience") or members) if n != item.get("sender")]
 
 
+REPLAY_LIMIT = 1000  #: envelopes one attach replays at most (RELAYNET_MAILBOX_CAP's default)
+
+
 def replay(session: Session, agent: str, since_envelope_id: str) -> None:
-    """Queue, after the welcome, every envelope of the agent's active channels past its cursor
-    there (or past ``since_envelope_id``, whichever is later), in WAL order: exactly what it has
-    not acked. Envelopes it sent and those not addressed to it are skipped."""
+    """Queue, after the welcome, every envelope addressed to the agent that it has not acked:
+    those whose copy is still in its Relaynet mailbox (an ack takes the copy out, :func:`receipt`;
+    a nack, a handler still running when the connection went, or no answer at all leaves it), in
+    creation order, past ``since_envelope_id`` when that is not empty (docs/protocol.md 12).
+    Unlike a cursor, an envelope nacked before a later one was acked is still replayed.
+    Envelopes it sent are not in its mailbox; ``network_inbox`` taking a copy delivers it too."""
     net = _require_net(session)
-    principal = session.principal(agent)
-    acked = store.cursors(net, agent)
-    listed = channels.list_channels(principal, state="active", limit=100)
-    for ch in listed["channels"]:
-        head, _, envs = _read(net, ch["channel_id"])
-        seq_of = {i["envelope_id"]: int(i["seq"]) for i in envs}
-        high = max(seq_of.get(acked.get(ch["channel_id"], ""), 0),
-                   seq_of.get(since_envelope_id, 0) if since_envelope_id in seq_of else
-                   max((s for e, s in seq_of.items() if since_envelope_id and e <= since_envelope_id), default=0))
-        for item in envs:
-            if int(item["seq"]) <= high or item.get("sender") == agent:
-                continue
-            if agent not in recipients(item, head):
-                continue
-            session.outbox.append((session.connection_id,
-                                   NotifyFrame(envelope=to_envelope(item, head), recipient_id=agent)))
+    session.principal(agent)  # AccessDeniedError when the agent is not bound here
+    heads: dict[str, dict[str, Any] | None] = {}
+    for entry in mail_store.channel_copies(net, agent, REPLAY_LIMIT):
+        item = entry.get("envelope") or {}
+        channel_id = entry.get("channelId")
+        if not item.get("envelope_id") or (since_envelope_id and item["envelope_id"] <= since_envelope_id):
+            continue
+        if channel_id not in heads:
+            try:
+                heads[channel_id] = channels.load_channel(net, channel_id)
+            except NotFound:
+                heads[channel_id] = None
+        head = heads[channel_id]
+        if head is None or head.get("type") not in ADAPTERS or agent not in recipients(item, head):
+            continue
+        session.outbox.append((session.connection_id, NotifyFrame(envelope=to_envelope(item, head), recipient_id=agent)))
 
 
 def receipt(session: Session, recipient_id: str, channel_id: str, envelope_id: str, status: str) -> None:

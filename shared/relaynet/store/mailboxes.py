@@ -301,6 +301,14 @@ def undelivered(net: str, mailbox: dict[str, str], limit: int, not_from_instance
                    filter_expr="senderInstance <> :me", filter_values=t.values(me=not_from_instance))
 
 
+def channel_copies(net: str, agent: str, limit: int) -> list[dict[str, Any]]:
+    """The ``channel`` messages still in the agent's mailbox, oldest first (at most ``limit``,
+    strongly consistent): the channel envelopes addressed to it that neither ``network_inbox`` nor
+    an AG2 ack has delivered yet. Each carries ``channelId`` and the whole ``envelope``."""
+    return t.query(k.mailbox_pk(net, {"agent": agent}), sk_prefix=_MSG, limit=limit,
+                   filter_expr="kind = :channel", filter_values=t.values(channel="channel"))
+
+
 def discard(net: str, mailbox: dict[str, str], msg_id: str) -> bool:
     """Delete one entry of a mailbox (``{"agent"}`` or ``{"instanceId"}``) if it is still there:
     the message was delivered another way (an AG2 client acked it). False when it was not there
