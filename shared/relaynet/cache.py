@@ -72,6 +72,9 @@ class TTLCache:
 representatives = TTLCache("representatives")
 #: ``(table, network id, agent or group name) -> {"agent": item} or {"group": item}`` (relaynet.messaging).
 definitions = TTLCache("definitions")
+#: token hash -> Principal of a live token: what an AG2 connection re-checks on every frame
+#: (relaynet.ag2.ops), so a stopped or restarted instance's connection stops acting within the bound.
+tokens = TTLCache("tokens")
 
 
 def drop_network(network_id: str) -> None:

@@ -92,7 +92,14 @@ def authorize(token: str | None) -> Principal | None:
     """The principal a bearer token belongs to, or None (unknown, revoked or malformed): one GetItem."""
     if not token or not well_formed(token):
         return None
-    item = t.get(*k.token(hash_token(token)), consistent=False)
+    return authorize_hash(hash_token(token))
+
+
+def authorize_hash(token_hash: str) -> Principal | None:
+    """The principal of the token whose SHA-256 hex digest is ``token_hash``, or None (unknown or
+    revoked): one eventually consistent GetItem. For a caller that keeps the hash, not the token
+    (an AG2 connection re-checking the token it attached with, relaynet.ag2.ops)."""
+    item = t.get(*k.token(token_hash), consistent=False)
     if not item or item.get("revoked"):
         return None
     return Principal(kind=item["kind"], network_id=item.get("networkId"), instance_id=item.get("instanceId"),

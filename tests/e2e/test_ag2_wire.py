@@ -313,6 +313,48 @@ def test_an_envelope_nacked_before_a_later_one_was_acked_is_replayed_on_attach(h
     run(story())
 
 
+def test_a_stopped_instances_live_connection_stops_acting_and_is_notified_nothing(hub):
+    def control(name: str, body: dict) -> dict:
+        resp = httpx.post(f"{hub.url}/v1/tools/{name}", json=body, timeout=30,
+                          headers={"Authorization": f"Bearer {hub.tokens['representatives']['ops']}"})
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    async def story():
+        a, b = HubClient(WsLink(ws_url(hub))), HubClient(WsLink(ws_url(hub)))
+        try:
+            alice = await a.register_human(passport(hub, "planner"))
+            # the coder's second instance (the other tests use its first)
+            bob = await b.register_human(Passport(name="coder", auth=AuthBlock(
+                scheme="api_key", claim={"token": hub.token("coder", 1)})))
+            channel = await alice.open(type="conversation", target="coder")
+            await alice.send(channel.channel_id, "before the stop")
+            assert (await next_text(bob, channel.channel_id)).event_data["text"] == "before the stop"
+            first = await asyncio.to_thread(control, "control_stop_agent", {"instanceId": hub.instance("coder", 1)})
+            await asyncio.to_thread(control, "control_stop_agent", {"instanceId": hub.instance("coder", 1),
+                                                                    "confirmationId": first["confirmationId"]})
+            refused = None
+            for _ in range(40):  # within RELAYNET_CACHE_SECONDS (5 s) of the revoke, as an HTTP call is
+                try:
+                    await bob.send(channel.channel_id, "still here?")
+                except AuthError as exc:
+                    refused = exc
+                    break
+                await asyncio.sleep(0.25)
+            assert refused is not None and "revoked" in str(refused)
+            with pytest.raises(AccessDeniedError):  # and unbound: the connection no longer acts for it
+                await bob.send(channel.channel_id, "and now?")
+            await alice.send(channel.channel_id, "after the stop")
+            with pytest.raises(asyncio.TimeoutError):  # nothing is notified to a revoked token's connection
+                await bob.wait_for_channel_event(channel_id=channel.channel_id, timeout=2.0, predicate=lambda e: (
+                    e.event_type == EV_TEXT and e.event_data.get("text") == "after the stop"))
+        finally:
+            await a.close()
+            await b.close()
+
+    run(story())
+
+
 def test_an_unmodified_agent_with_ag2s_scripted_test_config_answers_a_consult(hub):
     async def story():
         a, b = HubClient(WsLink(ws_url(hub))), HubClient(WsLink(ws_url(hub)))

@@ -47,7 +47,7 @@ from ag2.task import TERMINAL_TASK_STATES, TaskMetadata, TaskState
 from relaynet import adapters as rn_adapters
 from relaynet.ag2 import frames as f
 from relaynet.ag2 import post
-from relaynet import channels, clock, ids
+from relaynet import cache, channels, clock, ids
 from relaynet import identity as rn_identity
 from relaynet.adapters import Send
 from relaynet.directory import load as load_directory
@@ -91,11 +91,19 @@ class Session:
         return dict(self.connection.get("bindings") or {})
 
     def principal(self, agent: str) -> Principal:
-        """The Relaynet principal acting for ``agent`` on this connection; AccessDeniedError when
-        the agent is not bound here (AG2: a connection acts only as the agents bound to it)."""
+        """The Relaynet principal acting for ``agent`` on this connection. AccessDeniedError when
+        the agent is not bound here (AG2: a connection acts only as the agents bound to it);
+        AuthError when the token it attached with has been revoked since (control_stop_agent,
+        control_restart_agent), seen within ``RELAYNET_CACHE_SECONDS``: the agent is then unbound
+        from the connection, as an HTTP call with that token is refused (docs/protocol.md 12)."""
         inst = self.bound.get(agent)
         if inst is None:
             raise AccessDeniedError(f"agent {agent!r} is not bound to this connection")
+        if not token_live((self.connection.get("tokens") or {}).get(agent), inst):
+            store.unbind(self.connection_id, self.network_id, agent)
+            self.connection = {**self.connection, "bindings": {a: i for a, i in self.bound.items() if a != agent}}
+            raise AuthError(f"the token {agent!r} attached with was revoked (the instance was stopped or "
+                            f"restarted): register or attach again with its current token")
         return Principal(kind="instance", network_id=self.network_id, instance_id=inst, agent=agent)
 
     def any_principal(self) -> Principal:
@@ -106,6 +114,16 @@ class Session:
 
 
 # -- identity ------------------------------------------------------------------------------------
+
+def token_live(token_hash: str | None, instance_id: str) -> bool:
+    """Whether the token of that hash still proves ``instance_id`` (not revoked), from a read at
+    most ``RELAYNET_CACHE_SECONDS`` old (relaynet.cache.tokens; a live token's read is kept, a
+    revoked one is re-read each time). False without a hash."""
+    if not token_hash:
+        return False
+    principal = cache.tokens.get(token_hash, lambda: rn_identity.authorize_hash(token_hash))
+    return principal is not None and principal.instance_id == instance_id
+
 
 def authenticate(name: str, scheme: str, claim: Any) -> Principal:
     """The instance principal a Passport's AuthBlock proves for agent ``name``.
@@ -123,18 +141,20 @@ def authenticate(name: str, scheme: str, claim: Any) -> Principal:
     if principal is None or principal.kind != "instance":
         raise AuthError("unknown, revoked or malformed instance token")
     if principal.agent != name:
-        raise AuthError(f"the token is not one of {name!r}'s instances")
+        raise AuthError(f"the token is not one of the instances of agent {name!r}")
     return principal
 
 
-def _bind(session: Session, principal: Principal) -> None:
+def _bind(session: Session, principal: Principal, claim: dict[str, Any]) -> None:
     if session.network_id not in (None, principal.network_id):
         raise AccessDeniedError("this connection already acts in another network; open a new connection")
+    token_hash = rn_identity.hash_token(claim["token"])
     if not store.bind(session.connection_id, principal.network_id, principal.agent, principal.instance_id,
-                      clock.now_ms()):
+                      token_hash, clock.now_ms()):
         raise AccessDeniedError("this connection is gone or acts in another network")
     session.connection = {**session.connection, "network_id": principal.network_id,
-                          "bindings": {**session.bound, principal.agent: principal.instance_id}}
+                          "bindings": {**session.bound, principal.agent: principal.instance_id},
+                          "tokens": {**(session.connection.get("tokens") or {}), principal.agent: token_hash}}
     rn_identity.touch(principal)
 
 
@@ -195,7 +215,7 @@ def op_register(session: Session, params: dict[str, Any]) -> Any:
     principal = authenticate(passport.name, passport.auth.scheme, passport.auth.claim)
     resume = Resume.from_dict(params.get("resume") or {})
     rule = Rule.from_dict(params["rule"]) if params.get("rule") is not None else Rule()
-    _bind(session, principal)
+    _bind(session, principal, passport.auth.claim)
     passport.agent_id = passport.name
     passport.created_at = clock.iso(clock.now_ms())
     passport.auth = dataclasses.replace(passport.auth, claim={})
@@ -212,7 +232,7 @@ def hello(session: Session, name: str, scheme: str, claim: Any, since_envelope_i
     Relaynet that never registered over AG2 gets an AG2 identity from its definition here.
     Raises AuthError, AccessDeniedError, NotFoundError (sent as an ErrorFrame by the wire)."""
     principal = authenticate(name, scheme, claim)
-    _bind(session, principal)
+    _bind(session, principal, claim)
     net = principal.network_id
     if store.identity(net, name) is None:
         agent = load_directory(net).agents.get(name)
@@ -337,9 +357,8 @@ def _domain(fn: Callable[[], Any]) -> Any:
 def _message(exc: RelaynetError) -> str:
     msg = getattr(exc, "message", None) or str(exc)
     fields = (getattr(exc, "details", None) or {}).get("fields")
-    if fields:
-        msg += ": " + "; ".join(f"{x['field']}: {x['message']}" for x in fields)
-    return msg
+    extra = [f"{x['field']}: {x['message']}" for x in fields or [] if f"{x['field']}: {x['message']}" != msg]
+    return msg + (": " + "; ".join(extra) if extra else "")
 
 
 def metadata(head: dict[str, Any], hs: dict[str, Any] | None) -> ChannelMetadata:
@@ -886,7 +905,8 @@ def deliver(net: str, channel_id: str, item: dict[str, Any], endpoint_url: str) 
     if head.get("type") not in ADAPTERS:
         return 0
     names = recipients(item, head)
-    live = store.bindings(net, names)
+    live = {n: b for n, b in store.bindings(net, names).items()
+            if token_live(b.get("token_hash"), b.get("instance_id"))}  # a revoked token is notified nothing
     if not live:
         return 0
     env = to_envelope(item, head)

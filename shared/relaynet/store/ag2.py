@@ -49,7 +49,7 @@ def put_connection(connection_id: str, now_ms: int) -> None:
     """A new connection (``$connect``), bound to nobody yet."""
     pk, sk = _conn_key(connection_id)
     t.put({"PK": pk, "SK": sk, "connection_id": connection_id, "connected_ms": now_ms, "last_ms": now_ms,
-           "bindings": {}, "GSI1PK": CONNECTIONS_INDEX, "GSI1SK": _activity_sk(now_ms, connection_id),
+           "bindings": {}, "tokens": {}, "GSI1PK": CONNECTIONS_INDEX, "GSI1SK": _activity_sk(now_ms, connection_id),
            "ttl": now_ms // 1000 + CONNECTION_TTL_SECONDS})
 
 
@@ -65,22 +65,32 @@ def touch_connection(connection_id: str, now_ms: int) -> None:
              now=now_ms, sk=_activity_sk(now_ms, connection_id))
 
 
-def bind(connection_id: str, net: str, agent: str, instance_id: str, now_ms: int) -> bool:
-    """Bind ``agent`` (served by ``instance_id``) to the connection and make the connection the
-    agent's live one (the last bind wins, as AG2's ``Hub.bind_endpoint``). A connection serves one
-    network: False (nothing written) when it is already bound in another or is gone."""
+def bind(connection_id: str, net: str, agent: str, instance_id: str, token_hash: str, now_ms: int) -> bool:
+    """Bind ``agent`` (served by ``instance_id``, proved by the token whose hash is
+    ``token_hash``) to the connection and make the connection the agent's live one (the last bind
+    wins, as AG2's ``Hub.bind_endpoint``). A connection serves one network: False (nothing
+    written) when it is already bound in another or is gone."""
     pk, sk = _conn_key(connection_id)
     try:
         t.transact([
-            t.tx_update(pk, sk, "SET network_id = :net, bindings.#a = :inst",
+            t.tx_update(pk, sk, "SET network_id = :net, bindings.#a = :inst, tokens.#a = :tok",
                         "attribute_exists(PK) AND (attribute_not_exists(network_id) OR network_id = :net)",
-                        names={"#a": agent}, net=net, inst=instance_id),
+                        names={"#a": agent}, net=net, inst=instance_id, tok=token_hash),
             t.tx_put({"PK": _net_pk(net), "SK": f"BIND#{agent}", "connection_id": connection_id,
-                      "instance_id": instance_id, "bound_ms": now_ms}),
+                      "instance_id": instance_id, "token_hash": token_hash, "bound_ms": now_ms}),
         ])
     except t.TransactionCancelled:
         return False
     return True
+
+
+def unbind(connection_id: str, net: str, agent: str) -> None:
+    """Take ``agent`` off the connection (its token was revoked): the connection no longer acts
+    for it, and its binding goes if it still points at this connection (nothing is notified to
+    it here any more)."""
+    pk, sk = _conn_key(connection_id)
+    t.update(pk, sk, "REMOVE bindings.#a, tokens.#a", condition="attribute_exists(PK)", names={"#a": agent})
+    t.delete_if(_net_pk(net), f"BIND#{agent}", "connection_id = :c", c=connection_id)
 
 
 def delete_connection(connection_id: str) -> dict[str, Any] | None:
@@ -122,7 +132,7 @@ def idle_connections(before_ms: int, limit: int = 500) -> list[dict[str, Any]]:
 
 
 def binding(net: str, agent: str) -> dict[str, Any] | None:
-    """``{connection_id, instance_id, bound_ms}`` of the agent's live connection, or None."""
+    """``{connection_id, instance_id, token_hash, bound_ms}`` of the agent's live connection, or None."""
     return t.get(_net_pk(net), f"BIND#{agent}")
 
 
