@@ -102,8 +102,8 @@ class Session:
         if not token_live((self.connection.get("tokens") or {}).get(agent), inst):
             store.unbind(self.connection_id, self.network_id, agent)
             self.connection = {**self.connection, "bindings": {a: i for a, i in self.bound.items() if a != agent}}
-            raise AuthError(f"the token {agent!r} attached with was revoked (the instance was stopped or "
-                            f"restarted): register or attach again with its current token")
+            raise AuthError(f"the token agent {agent!r} registered or attached with on this connection was revoked "
+                            f"(its instance was stopped or restarted): attach again with a current token")
         return Principal(kind="instance", network_id=self.network_id, instance_id=inst, agent=agent)
 
     def any_principal(self) -> Principal:
