@@ -47,9 +47,10 @@ async def next_text(client, channel_id: str):
                                                timeout=WAIT)
 
 
-def tool(hub: Hub, name: str, body: dict, agent: str) -> dict:
+def tool(hub: Hub, name: str, body: dict, agent: str | None = None, token: str | None = None) -> dict:
+    """A tool called over HTTP with ``agent``'s first instance token (or ``token``); asserts a 200."""
     resp = httpx.post(f"{hub.url}/v1/tools/{name}", json=body, timeout=30,
-                      headers={"Authorization": f"Bearer {hub.token(agent)}"})
+                      headers={"Authorization": f"Bearer {token or hub.token(agent)}"})
     assert resp.status_code == 200, resp.text
     return resp.json()
 
@@ -314,11 +315,8 @@ def test_an_envelope_nacked_before_a_later_one_was_acked_is_replayed_on_attach(h
 
 
 def test_a_stopped_instances_live_connection_stops_acting_and_is_notified_nothing(hub):
-    def control(name: str, body: dict) -> dict:
-        resp = httpx.post(f"{hub.url}/v1/tools/{name}", json=body, timeout=30,
-                          headers={"Authorization": f"Bearer {hub.tokens['representatives']['ops']}"})
-        assert resp.status_code == 200, resp.text
-        return resp.json()
+    def control(name: str, body: dict) -> dict:  # as the demo's representative
+        return tool(hub, name, body, token=hub.tokens["representatives"]["ops"])
 
     async def story():
         a, b = HubClient(WsLink(ws_url(hub))), HubClient(WsLink(ws_url(hub)))

@@ -51,6 +51,7 @@ from relaynet import cache, channels, clock, ids
 from relaynet import identity as rn_identity
 from relaynet.adapters import Send
 from relaynet.directory import load as load_directory
+from relaynet.config import settings
 from relaynet.errors import Conflict, InvalidArgument, NotFound, PermissionDenied, RelaynetError
 from relaynet.identity import Principal
 from relaynet.store import ag2 as store
@@ -149,6 +150,7 @@ def _bind(session: Session, principal: Principal, claim: dict[str, Any]) -> None
     if session.network_id not in (None, principal.network_id):
         raise AccessDeniedError("this connection already acts in another network; open a new connection")
     token_hash = rn_identity.hash_token(claim["token"])
+    cache.tokens.put(token_hash, principal)  # just read by authenticate: the frames after need no read
     if not store.bind(session.connection_id, principal.network_id, principal.agent, principal.instance_id,
                       token_hash, clock.now_ms()):
         raise AccessDeniedError("this connection is gone or acts in another network")
@@ -357,7 +359,7 @@ def _domain(fn: Callable[[], Any]) -> Any:
 def _message(exc: RelaynetError) -> str:
     msg = getattr(exc, "message", None) or str(exc)
     fields = (getattr(exc, "details", None) or {}).get("fields")
-    extra = [f"{x['field']}: {x['message']}" for x in fields or [] if f"{x['field']}: {x['message']}" != msg]
+    extra = [text for text in (f"{x['field']}: {x['message']}" for x in fields or []) if text != msg]
     return msg + (": " + "; ".join(extra) if extra else "")
 
 
@@ -793,20 +795,19 @@ def recipients(item: dict[str, Any], head: dict[str, Any]) -> list[str]:
     return [n for n in (item.get("audience") or members) if n != item.get("sender")]
 
 
-REPLAY_LIMIT = 1000  #: envelopes one attach replays at most (RELAYNET_MAILBOX_CAP's default)
-
-
 def replay(session: Session, agent: str, since_envelope_id: str) -> None:
     """Queue, after the welcome, every envelope addressed to the agent that it has not acked:
     those whose copy is still in its Relaynet mailbox (an ack takes the copy out, :func:`receipt`;
     a nack, a handler still running when the connection went, or no answer at all leaves it), in
-    creation order, past ``since_envelope_id`` when that is not empty (docs/protocol.md 12).
+    creation order, past ``since_envelope_id`` when that is not empty, at most
+    ``RELAYNET_MAILBOX_CAP`` of them (what a mailbox holds before sends to it are refused;
+    docs/protocol.md 12).
     Unlike a cursor, an envelope nacked before a later one was acked is still replayed.
     Envelopes it sent are not in its mailbox; ``network_inbox`` taking a copy delivers it too."""
     net = _require_net(session)
     session.principal(agent)  # AccessDeniedError when the agent is not bound here
     heads: dict[str, dict[str, Any] | None] = {}
-    for entry in mail_store.channel_copies(net, agent, REPLAY_LIMIT):
+    for entry in mail_store.channel_copies(net, agent, settings().mailbox_cap):
         item = entry.get("envelope") or {}
         channel_id = entry.get("channelId")
         if not item.get("envelope_id") or (since_envelope_id and item["envelope_id"] <= since_envelope_id):

@@ -181,11 +181,6 @@ def advance_cursor(net: str, agent: str, channel_id: str, envelope_id: str) -> b
                          condition="attribute_not_exists(envelope_id) OR envelope_id < :e", e=envelope_id))
 
 
-def cursors(net: str, agent: str) -> dict[str, str]:
-    """``{channel id: last acked envelope id}`` of one agent (one Query)."""
-    return {i["SK"][3:]: i["envelope_id"] for i in t.query(f"{k.net(net)}#AG2#CUR#{agent}")}
-
-
 # -- pending handshakes -------------------------------------------------------------------------
 
 def put_handshake(net: str, channel_id: str, record: dict[str, Any], now_ms: int) -> None:
