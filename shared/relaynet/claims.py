@@ -303,9 +303,24 @@ def active_for_task(net: str, task_id: str) -> list[dict[str, Any]]:
     return [view(c) for c in _read(net, clock.now_ms()).active if c.get("taskId") == task_id]
 
 
-def release_for_task(net: str, task_id: str) -> int:
-    """Release every active claim of a task that became terminal (PROTOCOL.md 4.8). Returns how many."""
-    return _release_where(net, lambda c: c.get("taskId") == task_id)
+class _TaskRelease:
+    """The claims of a task that became terminal (PROTOCOL.md 4.8), as relaynet.tasks.update
+    takes them (its ``TerminalRelease``)."""
+
+    def actions(self, net: str, task_id: str, now_ms: int) -> list[dict[str, Any]]:
+        """The actions releasing every active claim carrying ``task_id``, for the task's own
+        transaction: one strongly consistent Query of the claims partition, 3 actions per claim
+        (a claim renewed or released meanwhile cancels that transaction, ``expiresAt = :seen``)."""
+        return [a for c in _read(net, now_ms).active if c.get("taskId") == task_id
+                for a in _hub_release(net, c, now_ms)]
+
+    def __call__(self, net: str, task_id: str) -> int:
+        """Release every active claim carrying ``task_id``, each in its own transaction. Returns how many."""
+        return _release_where(net, lambda c: c.get("taskId") == task_id)
+
+
+#: relaynet.tasks.update's ``on_terminal`` (network_task_update, tasks, control_cancel_task).
+release_for_task = _TaskRelease()
 
 
 def release_for_holder(net: str, instance_id: str) -> int:

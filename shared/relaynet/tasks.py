@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from relaynet import clock, cursors, events, ids, peers
 from relaynet import routing
@@ -113,7 +113,7 @@ def offer_actions(task: dict[str, Any], inst: dict[str, Any], now_ms: int, join_
     Mutates ``task`` and ``inst`` (load for the rest of a sweep); the caller saves the task."""
     net = task["networkId"]
     _step(task, "offered", ROUTER, now_ms, f"offered to {inst['id']}")
-    task["assignee"] = inst["id"]
+    task["assignee"], task["assigneeAgent"] = inst["id"], inst["agent"]
     task["offerExpiresAt"] = now_ms + settings().offer_ttl * 1000
     task["attempts"] = int(task.get("attempts", 0)) + 1
     body = (f"Task offered to you: {task['title']}\n\nObjective: {task['objective']}"
@@ -137,6 +137,7 @@ def expire_offer(task: dict[str, Any], now_ms: int) -> str:
     memory. Returns the instance the offer was made to; the caller takes the task out of its
     ``active`` set (:func:`instance_update`). The instance goes to the end of ``declined``."""
     inst_id = task.pop("assignee")
+    task.pop("assigneeAgent", None)
     task.pop("offerExpiresAt", None)
     declined = [i for i in task.get("declined") or () if i != inst_id]
     task["declined"] = [*declined, inst_id]
@@ -301,7 +302,24 @@ def _roles(principal: Principal, task: dict[str, Any], wanted: str, d_loader: Ca
     return roles
 
 
-def update(principal: Principal, req: TaskUpdateRequest, on_terminal: Callable[[str, str], Any] | None = None,
+class TerminalRelease(Protocol):
+    """What a task's terminal move does to the task's claims (PROTOCOL.md 4.8; the one in use is
+    relaynet.claims.release_for_task): ``actions(net, task_id, now_ms)`` reads them (one Query)
+    and returns the actions releasing them, written in the move's own transaction; calling it,
+    ``(net, task_id)``, releases them after a move that committed without those actions."""
+
+    def actions(self, net: str, task_id: str, now_ms: int) -> list[dict[str, Any]]: ...
+
+    def __call__(self, net: str, task_id: str) -> int: ...
+
+
+#: Attempts of a terminal move that carry the claims' release in the task's transaction; a claim
+#: renewed or released meanwhile cancels it, and the later attempts release them after the move.
+_RELEASE_IN_MOVE_ATTEMPTS = 2
+_TRANSACTION_ACTIONS = 100  # DynamoDB's limit per TransactWriteItems
+
+
+def update(principal: Principal, req: TaskUpdateRequest, on_terminal: TerminalRelease | None = None,
            network_id: str | None = None) -> dict[str, Any]:
     """network_task_update (PROTOCOL.md 4.8); also control_cancel_task (a representative
     principal with ``network_id``). Returns ``{task}``.
@@ -312,7 +330,8 @@ def update(principal: Principal, req: TaskUpdateRequest, on_terminal: Callable[[
     caller lost a race from the same state: 409 against the new state. If the task's state did
     not change (a transaction conflict, or the sweep re-parking it), it is tried again.
     An offer already past ``offerExpiresAt`` is expired first (the hub's move, in the same write).
-    ``on_terminal(net, task_id)`` runs after a terminal move (releases the task's claims).
+    ``on_terminal`` releases the task's claims on a terminal move: in the move's transaction when
+    they fit in it (one Query of the claims partition; issue 16), else right after it commits.
     """
     if req.status in REASON_REQUIRED and not (req.reason or "").strip():
         raise InvalidArgument.field("reason", f"required (non-empty) for status {req.status!r}")
@@ -333,14 +352,20 @@ def update(principal: Principal, req: TaskUpdateRequest, on_terminal: Callable[[
         elif (before.state, before.assignee) != (first.state, first.assignee):
             raise InvalidTransition(task["state"], req.status, allowed_from(task["state"]))
         now = clock.now_ms()
-        actions = _move(principal, task, req, d_loader, now)
+        moved = _move(principal, task, req, d_loader, now)  # mutates task: saved after it
+        actions = [*save(task, before, now), *moved]
+        release = req.status in TERMINAL and on_terminal is not None
+        if release and attempt < _RELEASE_IN_MOVE_ATTEMPTS:
+            releases = on_terminal.actions(net, task["id"], now)
+            if len(actions) + len(releases) <= _TRANSACTION_ACTIONS:
+                actions, release = [*actions, *releases], False
         try:
-            store.commit([*save(task, before, now), *actions])
+            store.commit(actions)
         except store.TransactionCancelled:
             directory.clear()
             time.sleep(random.uniform(0, 0.005 * (2 ** attempt)))
             continue
-        if req.status in TERMINAL and on_terminal is not None:
+        if release:
             on_terminal(net, task["id"])
         return {"task": view(task)}
     raise InvalidTransition(task["state"], req.status, allowed_from(task["state"]))
@@ -378,7 +403,7 @@ def _move(principal: Principal, task: dict[str, Any], req: TaskUpdateRequest, d_
     assignee = task.get("assignee")
     actions: list[dict[str, Any]] = []
     if req.status == "accepted":
-        task["assignee"] = principal.instance_id
+        task["assignee"], task["assigneeAgent"] = principal.instance_id, principal.agent
         task.pop("offerExpiresAt", None)
         op(principal.instance_id, add=("active", "held"))
         if state == "pending":
@@ -397,7 +422,10 @@ def _move(principal: Principal, task: dict[str, Any], req: TaskUpdateRequest, d_
     if creator_agent:
         actions += _notice(task, {"agent": creator_agent}, principal.actor, body)
     if req.status == "cancelled" and assignee and state in HELD | {"offered"}:
-        actions += _notice(task, instance_address(net, assignee), principal.actor, body)
+        # the assignee's agent is kept with it (since issue 16); a task stored before, by a GetItem
+        to = {"instanceId": assignee, "agent": task["assigneeAgent"]} if task.get("assigneeAgent") \
+            else instance_address(net, assignee)
+        actions += _notice(task, to, principal.actor, body)
     return actions
 
 
@@ -474,6 +502,7 @@ def _requeue(task: dict[str, Any], instance_id: str, reason: str, now: int) -> l
     hub as actor, the instance at the end of ``declined``; returns the creator's notice actions
     (the caller saves the task and updates the instance's sets)."""
     task.pop("assignee", None)
+    task.pop("assigneeAgent", None)
     task.pop("offerExpiresAt", None)
     task["declined"] = [*(i for i in task.get("declined") or () if i != instance_id), instance_id]
     _step(task, "pending", ROUTER, now, reason)

@@ -248,6 +248,70 @@ class TestStateMachine:
         update(inst, tid, "completed", reason="done: PR #7", on_terminal=claims.release_for_task)
         assert claims.active_for_task(net.network_id, tid) == []
 
+    def test_a_terminal_move_releases_the_tasks_claims_in_its_own_transaction(self, net):
+        tid, inst = offered(net)
+        update(inst, tid, "accepted")
+        update(inst, tid, "working")
+        for n in range(2):
+            claims.claim(inst, w.ClaimRequest(scope=f"src/{tid}/{n}/**", taskId=tid))
+        other = claims.claim(inst, w.ClaimRequest(scope=f"docs/{tid}/**"))  # not the task's: kept
+        writes = []
+        t.client().meta.events.register("before-call.dynamodb.TransactWriteItems", lambda **kw: writes.append(1),
+                                        unique_id="count-transactions")
+        try:
+            update(inst, tid, "completed", reason="done: PR #8", on_terminal=claims.release_for_task)
+        finally:
+            t.client().meta.events.unregister("before-call.dynamodb.TransactWriteItems", unique_id="count-transactions")
+        assert len(writes) == 1  # the task, its notices and both claims' moves: one TransactWriteItems
+        assert claims.active_for_task(net.network_id, tid) == []
+        assert [c["claimId"] for c in claims.active_for_network(net.network_id)
+                if c["claimId"] == other["claimId"]] == [other["claimId"]]
+        assert claims.release(inst, w.ReleaseRequest(claimId=other["claimId"]))["released"] is True
+
+    def test_claims_past_one_transaction_are_released_after_the_move(self, net):
+        tid, inst = offered(net)
+        update(inst, tid, "accepted")
+        update(inst, tid, "working")
+        for n in range(40):  # 3 actions a claim: 120 do not fit next to the task's own
+            claims.claim(inst, w.ClaimRequest(scope=f"many/{tid}/{n}.py", taskId=tid))
+        update(inst, tid, "completed", reason="done", on_terminal=claims.release_for_task)
+        assert stored(net, tid)["state"] == "completed"
+        assert claims.active_for_task(net.network_id, tid) == []
+
+    def test_a_claim_renewed_while_the_move_is_written_is_still_released(self, net):
+        tid, inst = offered(net)
+        update(inst, tid, "accepted")
+        update(inst, tid, "working")
+        claims.claim(inst, w.ClaimRequest(scope=f"src/{tid}/**", taskId=tid, ttlSeconds=60))
+
+        class RenewedMeanwhile(type(claims.release_for_task)):
+            """Renews the claim after its release was read: the move's transaction is cancelled."""
+            renewals = 0
+
+            def actions(self, net_id, task_id, now_ms):
+                out = super().actions(net_id, task_id, now_ms)
+                if self.renewals < 5:
+                    self.renewals += 1
+                    claims.claim(inst, w.ClaimRequest(scope=f"src/{tid}/**", taskId=tid, ttlSeconds=120))
+                return out
+
+        hook = RenewedMeanwhile()
+        task = update(inst, tid, "completed", reason="done", on_terminal=hook)["task"]
+        assert task["state"] == "completed" and hook.renewals == 2  # both attempts carrying it lost
+        assert claims.active_for_task(net.network_id, tid) == []  # released after the move
+
+    def test_a_cancel_notifies_an_assignee_whose_agent_the_task_does_not_keep(self, net):
+        # a task stored before the assignee's agent was kept with it: the notice reads the instance
+        tid, inst = offered(net)
+        update(inst, tid, "accepted")
+        pk, sk = k.task(net.network_id, tid)
+        t.client().update_item(TableName=t.table_name(), Key={"PK": {"S": pk}, "SK": {"S": sk}},
+                               UpdateExpression="REMOVE assigneeAgent")
+        assert "assigneeAgent" not in stored(net, tid)
+        tasks.cancel(OPS, net.network_id, tid, "not needed")
+        notice = mailbox(net, {"instanceId": inst.instance_id, "agent": inst.agent}, tid)[-1]
+        assert notice["state"] == "cancelled"
+
     # -- permissions ----------------------------------------------------------------------
 
     def test_an_instance_that_is_not_eligible_may_not_pull(self, net):

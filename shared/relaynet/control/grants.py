@@ -56,22 +56,30 @@ def granted_order(rep: dict[str, Any]) -> list[str]:
 
 
 def scope(principal: Principal, network_id: str | None, needed: str | None,
-          exists: Callable[[str], Any] | None = None) -> tuple[dict[str, Any], Principal]:
+          exists: Callable[[str], Any] | None = None, *, call_checks: bool = False
+          ) -> tuple[dict[str, Any], Principal]:
     """(the representative item, a principal bound to the network the call acts in).
 
     Checks in the protocol's order (PROTOCOL.md 2: existence before permission): the network
     (NotFound: no grant at all on it, or none on any), then ``exists(network id)`` when given (it
     raises NotFound for a named object that is not in the network), then the grant (PermissionDenied
     below ``needed``; PROTOCOL.md 6).
+
+    ``call_checks=True`` says the domain call made with the returned principal raises NotFound
+    itself for every object ``exists`` checks (before it writes anything). Then ``exists`` runs
+    only when the grant is too low, so that call still answers 404 before 403, and a call with the
+    grant reads each named object once, in the domain (issue 16: each of these reads was made
+    twice; docs/architecture.md "Access patterns").
     """
     rep = representative(principal, fresh=network_id is None)
     grants = rep.get("grants") or {}
     net = network_id or rep.get("activeNetwork") or next(iter(granted_order(rep)), None)
     if net is None or net not in grants:
         raise NotFound(f"no network {network_id!r} for this representative" if network_id else "no granted network")
-    if exists is not None:
+    denied = bool(needed) and LEVELS.index(grants[net]) < LEVELS.index(needed)
+    if exists is not None and (denied or not call_checks):
         exists(net)
-    if needed and LEVELS.index(grants[net]) < LEVELS.index(needed):
+    if denied:
         raise PermissionDenied(f"this needs the {needed!r} grant on {net}; you have {grants[net]!r}")
     return rep, Principal("representative", network_id=net, rep=principal.rep)
 
@@ -79,7 +87,8 @@ def scope(principal: Principal, network_id: str | None, needed: str | None,
 def objects(task_id: str | None = None, thread_id: str | None = None, instance_id: str | None = None,
             name: str | None = None, agent: str | None = None, claim_id: str | None = None) -> Callable[[str], None]:
     """An ``exists`` check for :func:`scope`: NotFound for the first named object missing from the
-    network (``name``: an agent or group; ``agent``: an agent definition; a claim live or ended)."""
+    network (``name``: an agent or group; ``agent``: an agent definition; a claim live or ended).
+    One read per named object (GetItem; a claim: up to two)."""
     def check(net: str) -> None:
         if instance_id and dir_store.instance(net, instance_id) is None:
             raise NotFound(f"no instance {instance_id!r} in this network")

@@ -32,14 +32,15 @@ def ask(principal: Principal, req) -> dict[str, Any]:
     """control_ask: as network_ask, sent by the representative (needs communicate)."""
     to = {} if req.toInstance else {"name": req.toAgent}
     _, p = scope(principal, req.networkId, "communicate",
-                 objects(instance_id=req.toInstance, thread_id=req.threadId, task_id=req.taskId, **to))
+                 objects(instance_id=req.toInstance, thread_id=req.threadId, task_id=req.taskId, **to),
+                 call_checks=True)
     return messaging.ask(p, worker_request(AskRequest, req))
 
 
 def reply(principal: Principal, req) -> dict[str, Any]:
     """control_reply: a reply in a thread, as the representative (needs communicate). A
     representative may write in any thread of a network it can communicate with."""
-    _, p = scope(principal, req.networkId, "communicate", objects(thread_id=req.threadId))
+    _, p = scope(principal, req.networkId, "communicate", objects(thread_id=req.threadId), call_checks=True)
     return messaging.reply(p, worker_request(ReplyRequest, req))
 
 
@@ -49,7 +50,8 @@ def wake(principal: Principal, req) -> dict[str, Any]:
     ``{messageId, threadId, to}``. The notice's mailbox entry also fires the instance's (or, for
     an agent, every instance's) push endpoint with a ``wake`` event (relaynet.push)."""
     to = {} if req.toInstance else {"agent": req.toAgent}
-    _, p = scope(principal, req.networkId, "operate", objects(instance_id=req.toInstance, **to))
+    _, p = scope(principal, req.networkId, "operate", objects(instance_id=req.toInstance, **to),
+                 call_checks=True)
     net = p.network_id
     if req.toInstance:
         inst = dir_store.instance(net, req.toInstance)

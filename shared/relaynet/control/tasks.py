@@ -34,7 +34,7 @@ def task_status(principal: Principal, network_id: str | None, task_id: str) -> d
 
 def cancel_task(principal: Principal, network_id: str | None, task_id: str, reason: str | None) -> dict[str, Any]:
     """control_cancel_task: ``{task}`` after cancelling a non-terminal task (409 when terminal)."""
-    _, p = scope(principal, network_id, "delegate", objects(task_id=task_id))
+    _, p = scope(principal, network_id, "delegate", objects(task_id=task_id), call_checks=True)
     return tasks.update(p, TaskUpdateRequest(taskId=task_id, status="cancelled", reason=reason),
                         on_terminal=claims.release_for_task)
 
@@ -42,5 +42,6 @@ def cancel_task(principal: Principal, network_id: str | None, task_id: str, reas
 def delegate(principal: Principal, req) -> dict[str, Any]:
     """control_delegate: as network_delegate, created by the representative (needs delegate)."""
     to = {} if req.toInstance else {"name": req.toAgent}
-    _, p = scope(principal, req.networkId, "delegate", objects(instance_id=req.toInstance, **to))
+    _, p = scope(principal, req.networkId, "delegate", objects(instance_id=req.toInstance, **to),
+                 call_checks=True)
     return tasks.delegate(p, worker_request(DelegateRequest, req))
