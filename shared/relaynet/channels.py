@@ -25,6 +25,7 @@ from relaynet.store import mailboxes as mail_store
 
 ENVELOPES_IN_INFO = 20
 _MAX_RACES = 20
+_TRANSACTION_ACTIONS = 100  # DynamoDB's limit per TransactWriteItems
 SYSTEM = "relaynet"
 
 
@@ -208,6 +209,12 @@ def open_channel(principal: Principal, channel_type: str, targets: list[str], kn
     Raises InvalidArgument (own agent as target, duplicates, bad knobs), NotFound (unknown target,
     ``details.available``), PermissionDenied (a target's ``inbound_from`` refuses the opener;
     nothing stored), Conflict ``seed_failed`` (the seed send was refused; the channel is closed).
+
+    A ``message`` (the seed) that the adapter accepts without closing is written in the channel's
+    own transaction (head at seq 2, the ``opened`` and seed envelopes, their mailbox copies; issue
+    16: one transaction, not two). A seed it refuses or that closes the channel, or one that would
+    take the transaction past DynamoDB's 100 actions, goes through :func:`send` after the channel
+    is created, as any send does.
     """
     net = principal.network_id
     if principal.agent in targets:
@@ -230,32 +237,49 @@ def open_channel(principal: Principal, channel_type: str, targets: list[str], kn
     ch_id = ids.new_id("ch")
     roles = ["initiator", *(["respondent"] if len(targets) == 1 else ["participant"] * len(targets))]
     expires = now + (ttl_s or settings().channel_ttl) * 1000
-    head = store.new_head(net, ch_id, {
+    if message is not None:  # a seed refused by the abuse limits opens nothing (relaynet.limits)
+        limits.check_mailboxes(net, [{"agent": n} for n in targets])
+    a = adapters.adapter(channel_type, settings().reply_within)
+    seed_type = "text" if a.tool == "say" else "packet"
+    # The seed as send() would decide it on the new head: accepted and not closing, it is written
+    # with the channel (one transaction); else the channel is created and send() refuses or closes.
+    seed = a.decide(state, Send(sender=principal.agent, tool=a.tool), now) if message is not None else None
+    if seed is not None and (not seed.accepted or seed.close_reason):
+        seed = None
+    fields = {
         "channel_id": ch_id, "network_id": net, "type": channel_type,
         "participants": [{"agent": n, "role": r, "order": i} for i, (n, r) in enumerate(zip(members, roles))],
         "state": "active", "knobs": knobs or {}, "intent": intent, "created_at": clock.iso(now),
-        "expires_ms": expires, "seq": 1, "adapter_state": state, "opener": principal.actor}, expires)
+        "expires_ms": expires, "seq": 1, "adapter_state": state, "opener": principal.actor}
+    head = store.new_head(net, ch_id, fields, expires)
     _, opened = _envelope_actions(net, head, state, 1, principal.agent, "opened",
                                   {"type": channel_type, "intent": intent, "participants": members}, None, now)
     opened_event = events.event_action(net, "channel", principal.actor, f"{channel_type} channel opened by "
                                        f"{principal.agent} with {', '.join(targets)}", channelId=ch_id, state="active")
-    if message is not None:  # a seed refused by the abuse limits opens nothing (relaynet.limits)
-        limits.check_mailboxes(net, [{"agent": n} for n in targets])
+    out: dict[str, Any] = {"channel_id": ch_id, "type": channel_type, "participants": head["participants"]}
+    if seed is not None:
+        seeded_head = store.new_head(net, ch_id, {**fields, "seq": 2, "adapter_state": seed.state}, expires,
+                                     due_ms=_due(fields, seed.state))
+        env, seeded = _envelope_actions(net, seeded_head, seed.state, 2, principal.agent, seed_type, message,
+                                        None, now)
+        created = store.create_actions(seeded_head, members)
+        actions = [created[0], *opened, *created[1:], opened_event, *seeded]
+        if len(actions) < _TRANSACTION_ACTIONS:  # a slot left for a riding Idempotency-Key record
+            store.commit(actions)
+            out["seed_envelope_id"] = env["envelope_id"]
+            return out
     created = store.create_actions(head, members)
     store.commit([created[0], *opened, *created[1:], opened_event])
-    out: dict[str, Any] = {"channel_id": ch_id, "type": channel_type, "participants": head["participants"]}
     if message is not None:
-        a = adapters.adapter(channel_type)
         try:
-            seeded = send(principal, ch_id, Send(sender=principal.agent, tool=a.tool), message,
-                          event_type="text" if a.tool == "say" else "packet",
-                          head=store.as_read(head))  # as a read would return it: no second read
+            seeded_out = send(principal, ch_id, Send(sender=principal.agent, tool=a.tool), message,
+                              event_type=seed_type, head=store.as_read(head))  # as a read would return it
         except Conflict as exc:
             close(principal, ch_id, reason="seed_failed")
             raise Conflict("seed_failed", f"the channel was opened but its first message was refused "
                                           f"({exc.reason}: {exc.message}); it is closed with seed_failed",
                            channel_id=ch_id) from None
-        out["seed_envelope_id"] = seeded["envelope_id"]
+        out["seed_envelope_id"] = seeded_out["envelope_id"]
     return out
 
 

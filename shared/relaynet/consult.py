@@ -41,5 +41,8 @@ def delegate(principal: Principal, req: ConsultRequest) -> dict[str, Any]:
         raise InvalidArgument.field("target", "you cannot consult your own agent")
     intent = f"consult ({req.capability})" if req.capability else "consult"
     opened = channels.open_channel(principal, "consulting", [req.target], None, intent, None, req.prompt)
-    state, reply = wait_for_reply(principal.network_id, opened["channel_id"], min(req.timeout, settings().max_wait))
+    seconds = min(req.timeout, settings().max_wait)
+    if seconds <= 0:  # not waiting: the channel is as this call just wrote it, active with no reply (no read)
+        return {"channel_id": opened["channel_id"], "state": "active", "reply": None}
+    state, reply = wait_for_reply(principal.network_id, opened["channel_id"], seconds)
     return {"channel_id": opened["channel_id"], "state": state, "reply": reply}

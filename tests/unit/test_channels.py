@@ -99,6 +99,42 @@ def test_say_on_a_workflow_and_handoff_elsewhere_are_wrong_tool(net):
     assert err.value.reason == "wrong_tool"
 
 
+def _transactions(run):
+    """(run()'s result, how many TransactWriteItems it made)."""
+    from relaynet.store import table as t
+
+    made = []
+    t.client().meta.events.register("before-call.dynamodb.TransactWriteItems", lambda **kw: made.append(1),
+                                    unique_id="count-channel-transactions")
+    try:
+        return run(), len(made)
+    finally:
+        t.client().meta.events.unregister("before-call.dynamodb.TransactWriteItems",
+                                          unique_id="count-channel-transactions")
+
+
+def test_an_accepted_seed_is_written_with_the_channel_in_one_transaction(net):
+    alice, bob = net.principals["alice0"], net.principals["bob0"]
+    ch, made = _transactions(lambda: channels.open_channel(alice, "conversation", ["bob"], None, "chat", None, "hi bob"))
+    assert made == 1
+    info = channels.info(bob, ch["channel_id"])
+    assert [(e["seq"], e["event_type"]) for e in info["envelopes"]] == [(1, "opened"), (2, "text")]
+    assert info["envelopes"][1]["envelope_id"] == ch["seed_envelope_id"]
+    assert [m["envelope"]["event_type"] for m in messaging.inbox(bob)["messages"]] == ["opened", "text"]
+    assert say(bob, ch["channel_id"], "hello alice")["seq"] == 3  # the head was written at seq 2
+
+
+def test_a_seed_past_one_transaction_is_sent_after_the_channel_is_created(table):
+    many = apply("network: crowd\nagents:\n" + "".join(f"  - {{name: a{i:02d}, instances: 1}}\n" for i in range(33)))
+    opener = many.principals["a000"]
+    targets = [f"a{i:02d}" for i in range(1, 33)]  # 32 targets: the seed's 33 actions do not fit beside the rest
+    ch, made = _transactions(lambda: channels.open_channel(opener, "discussion", targets, None, None, None, "hello all"))
+    assert made == 2
+    envs = channels.info(opener, ch["channel_id"])["envelopes"]
+    assert [(e["seq"], e["event_type"]) for e in envs] == [(1, "opened"), (2, "text")]
+    assert envs[1]["envelope_id"] == ch["seed_envelope_id"]
+
+
 def test_a_refused_seed_closes_the_channel_with_seed_failed(net):
     alice = net.principals["alice0"]
     graph = {"initial_speaker": "bob", "transitions": [], "default_target": {"name": "terminate", "args": {}}}

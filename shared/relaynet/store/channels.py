@@ -82,12 +82,13 @@ def due(now_ms: int, batch: int) -> list[dict[str, Any]]:
 
 # --------------------------------------------------------------------------- writes
 
-def new_head(net: str, channel_id: str, fields: dict[str, Any], expires_ms: int) -> dict[str, Any]:
+def new_head(net: str, channel_id: str, fields: dict[str, Any], expires_ms: int,
+             due_ms: int | None = None) -> dict[str, Any]:
     """The stored head of a new channel: ``fields`` plus its keys, its timer (GSI1, due at
-    ``expires_ms``) and its place in the network's listing (GSI2)."""
+    ``due_ms``, else at ``expires_ms``; epoch ms) and its place in the network's listing (GSI2)."""
     pk, sk = k.channel_head(net, channel_id)
     return {"PK": pk, "SK": sk, "kind": "channel", **fields,
-            "GSI1PK": k.CHANNEL_TIMERS, "GSI1SK": k.timer_sk(expires_ms, net, channel_id),
+            "GSI1PK": k.CHANNEL_TIMERS, "GSI1SK": k.timer_sk(expires_ms if due_ms is None else due_ms, net, channel_id),
             "GSI2PK": k.channels_index(net), "GSI2SK": channel_id}
 
 
