@@ -149,7 +149,7 @@ WORKER_TOOLS: tuple[Tool, ...] = (
          "409 with the allowed states. The creator learns only what you report here. " + HOW_TO_ACT,
          response="NetworkTaskUpdateResult", call="relaynet.tasks.update",
          args=("caller", "request", "on_terminal=relaynet.claims.release_for_task"),
-         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")),
+         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
     Tool("network_claim", "worker", "ClaimRequest",
          "Take an exclusive, time-limited claim on files (a glob such as 'src/api/**'), a task key "
          "or a resource before you change them; claiming the same scope again renews it. A 409 "
@@ -203,7 +203,7 @@ PLUGIN_TOOLS: tuple[Tool, ...] = (
          "finishes or timeout), 'cancel' (a task you created).",
          response="TasksResult", call="relaynet.plugin_tools.tasks.tasks_tool",
          args=("caller", "request", "on_terminal=relaynet.claims.release_for_task"),
-         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")),
+         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
     Tool("context", "plugin", "ContextRequest",
          "Look things up: action='search' (query over messages in your channels, or "
          "scope='knowledge' for the network's tasks and artifacts) or action='quote' (a speaker's "
@@ -330,7 +330,7 @@ CONTROL_TOOLS: tuple[Tool, ...] = (
          "Cancel a non-terminal task (needs delegate).",
          response="ControlCancelTaskResult", call="relaynet.control.tasks.cancel_task",
          args=("caller", "request.networkId", "request.taskId", "request.reason"),
-         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")),
+         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
     Tool("control_channel_send", "control", "ChannelSendRequest",
          "Post a message into your conversation with your owner.",
          response="ControlChannelSendResult", call="relaynet.control.conversation.channel_send",

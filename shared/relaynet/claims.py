@@ -81,7 +81,7 @@ MOVE_PER_CALL = 16  # lapsed claims moved out of the hot partition by one claim 
 DYNAMODB_ACTIONS = {
     "claim": frozenset({"GetItem", "Query", "UpdateItem", "PutItem", "DeleteItem"}),
     "release": frozenset({"GetItem", "PutItem", "DeleteItem"}),
-    "release_for_task": frozenset({"Query", "GetItem", "PutItem", "DeleteItem"}),
+    "release_for_task": frozenset({"Query", "GetItem", "PutItem", "DeleteItem", "ConditionCheckItem"}),
     "active_for_task": frozenset({"Query"}),
 }
 
@@ -309,10 +309,13 @@ class _TaskRelease:
 
     def actions(self, net: str, task_id: str, now_ms: int) -> list[dict[str, Any]]:
         """The actions releasing every active claim carrying ``task_id``, for the task's own
-        transaction: one strongly consistent Query of the claims partition, 3 actions per claim
-        (a claim renewed or released meanwhile cancels that transaction, ``expiresAt = :seen``)."""
-        return [a for c in _read(net, now_ms).active if c.get("taskId") == task_id
-                for a in _hub_release(net, c, now_ms)]
+        transaction: one strongly consistent Query of the claims partition, then a ConditionCheck
+        of HEAD's counter as read (a claim taken or renewed in the network meanwhile cancels the
+        transaction, so none taken before the move commits survives it) and 3 actions per claim
+        (a claim released meanwhile cancels it too, ``expiresAt = :seen``)."""
+        snap = _read(net, now_ms)
+        return [store.head_check(net, snap.counter),
+                *(a for c in snap.active if c.get("taskId") == task_id for a in _hub_release(net, c, now_ms))]
 
     def __call__(self, net: str, task_id: str) -> int:
         """Release every active claim carrying ``task_id``, each in its own transaction. Returns how many."""

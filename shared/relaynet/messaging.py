@@ -283,10 +283,12 @@ def ask(principal: Principal, req: AskRequest) -> dict[str, Any]:
     to, mailboxes, recipients = _recipients(net, principal, req.toAgent, req.toInstance)
     if req.taskId and not task_store.exists(net, req.taskId):
         raise NotFound(f"no task {req.taskId!r} in this network")
+    # the thread's 404/403 before the abuse limits' 429 (PROTOCOL.md 2); a lost race reads it again
+    first = [_thread_for(net, principal, req.threadId)] if req.threadId else []
     limits.check_mailboxes(net, mailboxes)
 
     def attempt(record_key, request_hash):
-        meta = _thread_for(net, principal, req.threadId) if req.threadId else None
+        meta = (first.pop() if first else _thread_for(net, principal, req.threadId)) if req.threadId else None
         thread_id = req.threadId or ids.new_id("thr")
         subject = req.subject or (meta.subject if meta else None) or req.body[:80]
         msg = new_message("ask", thread_id, principal.actor, to, req.body, subject, req.taskId, resource)

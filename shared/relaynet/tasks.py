@@ -430,7 +430,7 @@ def _move(principal: Principal, task: dict[str, Any], req: TaskUpdateRequest, d_
 
 
 def cancel(principal: Principal, network_id: str, task_id: str, reason: str | None = None,
-           on_terminal: Callable[[str, str], Any] | None = None) -> dict[str, Any]:
+           on_terminal: TerminalRelease | None = None) -> dict[str, Any]:
     """control_cancel_task (PROTOCOL.md 6): a representative (whose grant the caller checked)
     cancels a non-terminal task of ``network_id``. Returns ``{task}``; errors as :func:`update`."""
     return update(principal, TaskUpdateRequest(taskId=task_id, status="cancelled", reason=reason),

@@ -300,6 +300,27 @@ class TestStateMachine:
         assert task["state"] == "completed" and hook.renewals == 2  # both attempts carrying it lost
         assert claims.active_for_task(net.network_id, tid) == []  # released after the move
 
+    def test_a_claim_taken_for_the_task_while_the_move_is_written_is_still_released(self, net):
+        # PROTOCOL.md 4.8: every claim carrying the task that is active when it ends is released,
+        # also one committed between the move's read of the claims and its transaction
+        tid, inst = offered(net)
+        update(inst, tid, "accepted")
+        update(inst, tid, "working")
+
+        class ClaimedMeanwhile(type(claims.release_for_task)):
+            """Takes a new claim for the task after the claims were read."""
+            taken = 0
+
+            def actions(self, net_id, task_id, now_ms):
+                out = super().actions(net_id, task_id, now_ms)
+                self.taken += 1
+                claims.claim(inst, w.ClaimRequest(scope=f"late/{tid}/{self.taken}/**", taskId=tid))
+                return out
+
+        hook = ClaimedMeanwhile()
+        assert update(inst, tid, "completed", reason="done", on_terminal=hook)["task"]["state"] == "completed"
+        assert hook.taken == 2 and claims.active_for_task(net.network_id, tid) == []
+
     def test_a_cancel_notifies_an_assignee_whose_agent_the_task_does_not_keep(self, net):
         # a task stored before the assignee's agent was kept with it: the notice reads the instance
         tid, inst = offered(net)

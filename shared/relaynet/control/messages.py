@@ -60,7 +60,7 @@ def wake(principal: Principal, req) -> dict[str, Any]:
         box = {"instanceId": req.toInstance, "agent": inst["agent"]}
     elif req.toAgent:
         if dir_store.agent(net, req.toAgent) is None:
-            raise NotFound(f"no agent named {req.toAgent!r}")
+            raise NotFound(f"no agent named {req.toAgent!r} in this network")
         box = {"agent": req.toAgent}
     else:
         raise InvalidArgument("toAgent or toInstance is required", [{"field": "toAgent", "message": "required"},

@@ -55,6 +55,13 @@ def bump_action(net: str, counter: int) -> dict[str, Any]:
                        **({"seen": counter} if counter else {}))
 
 
+def head_check(net: str, counter: int) -> dict[str, Any]:
+    """A ConditionCheck that HEAD's ``counter`` is still ``counter`` (absent while 0): no claim was
+    taken or renewed in the network since the read that saw it (every claim bumps it)."""
+    return t.tx_check(*k.claims_head(net), "#c = :seen" if counter else "attribute_not_exists(#c)",
+                      names={"#c": "counter"}, **({"seen": counter} if counter else {}))
+
+
 def new_claim(net: str, claim: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the stored item, its Put on ``attribute_not_exists``) of a new claim document
     (``{id, scopeType, scope, resourceId, taskId, holder, expiresAt, fencingToken, createdAt}``),
