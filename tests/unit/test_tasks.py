@@ -7,6 +7,7 @@ own tasks and looks up who got them, so the order of tests does not matter.
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import boto3
@@ -637,3 +638,42 @@ def test_an_accept_racing_a_cancel_has_one_winner(server_table):
                      lambda: update(net.principals["boss0"], out["taskId"], "cancelled")])
     assert sum(isinstance(r, dict) for r in results) == 1
     assert sum(isinstance(r, InvalidTransition) for r in results) == 1
+
+
+def test_a_task_completing_under_a_stream_of_its_claims_releases_every_earlier_one(server_table):
+    # PROTOCOL.md 4.8 with real threads on DynamoDB Local: while the assignee completes its task,
+    # two more of its threads keep claiming files for that task (each claim bumps the HEAD counter
+    # the move's transaction checks, so the move keeps being cancelled and retried). The move still
+    # commits, and every claim whose call returned before it started is released by it; a later
+    # one may stay (claims do not check the task's state). A claim committed between the move's
+    # read and its write: test_a_claim_taken_for_the_task_while_the_move_is_written_is_still_released.
+    net = apply(RACE)
+    out = delegate(net.principals["boss0"], toAgent="worker")
+    inst = by_instance(net, out["assignee"])
+    tid = out["taskId"]
+    update(inst, tid, "accepted")
+    update(inst, tid, "working")
+    acknowledged: list[tuple[str, float]] = []  # (claim id, when its call returned)
+    stop = threading.Event()
+
+    def claimer(n: int) -> None:
+        i = 0
+        while not stop.is_set() and i < 200:
+            got = claims.claim(inst, w.ClaimRequest(scope=f"race/{n}/{i}.py", taskId=tid))
+            acknowledged.append((got["claimId"], time.monotonic()))
+            i += 1
+
+    with ThreadPoolExecutor(2) as pool:
+        running = [pool.submit(claimer, n) for n in range(2)]
+        while len(acknowledged) < 6:
+            time.sleep(0.005)
+        started = time.monotonic()
+        done = update(inst, tid, "completed", reason="done: PR #9", on_terminal=claims.release_for_task)
+        time.sleep(0.05)
+        stop.set()
+        for f in running:
+            f.result()
+    assert done["task"]["state"] == "completed"
+    active = {c["claimId"] for c in claims.active_for_task(net.network_id, tid)}
+    before = [cid for cid, at in acknowledged if at < started]
+    assert len(before) >= 6 and [cid for cid in before if cid in active] == []
