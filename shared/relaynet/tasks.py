@@ -314,7 +314,8 @@ class TerminalRelease(Protocol):
 
 
 #: Attempts of a terminal move that carry the claims' release in the task's transaction; a claim
-#: renewed or released meanwhile cancels it, and the later attempts release them after the move.
+#: taken, renewed or released in the network meanwhile cancels it, and the later attempts release
+#: them after the move.
 _RELEASE_IN_MOVE_ATTEMPTS = 2
 _TRANSACTION_ACTIONS = 100  # DynamoDB's limit per TransactWriteItems
 

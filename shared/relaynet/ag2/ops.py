@@ -55,6 +55,7 @@ from relaynet.config import settings
 from relaynet.errors import Conflict, InvalidArgument, NotFound, PermissionDenied, RelaynetError
 from relaynet.identity import Principal
 from relaynet.store import ag2 as store
+from relaynet.store import channels as channel_store
 from relaynet.store import mailboxes as mail_store
 
 log = logging.getLogger(__name__)
@@ -911,22 +912,45 @@ def stream_order(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(records, key=key)
 
 
+def written_before(net: str, channel_id: str, item: dict[str, Any]) -> dict[str, Any] | None:
+    """The envelope written in the same transaction as ``item`` and just before it, which the
+    stream may hand over after it (AWS does not order the records of one transaction's items):
+    the ``opened`` of a seed written with its channel (seq 2, relaynet.channels.open_channel), or
+    the envelope a ``closed`` with a ``causation_id`` closes (seq - 1, relaynet.channels.send).
+    A transaction's envelopes share their ``created_at``, so an earlier envelope from another
+    write (which went its own way, and may have been acked on an older connection) is not
+    returned. None for every other envelope (no read); one strongly consistent GetItem otherwise."""
+    seq = int(item.get("seq") or 0)
+    closes = item.get("event_type") == "closed" and item.get("causation_id") and seq > 1
+    if not closes and not (seq == 2 and item.get("event_type") != "opened"):
+        return None
+    before = channel_store.get_envelope(net, channel_id, seq - 1)
+    return before if before is not None and before.get("created_at") == item.get("created_at") else None
+
+
 def deliver(net: str, channel_id: str, item: dict[str, Any], endpoint_url: str) -> int:
     """Notify the AG2-connected recipients of one new envelope item (the stream notifier's job,
-    for every envelope whichever surface wrote it). Returns how many frames were posted."""
+    for every envelope whichever surface wrote it), after the envelope written with it just
+    before (:func:`written_before`) when that one has not reached them yet: its delivery marker
+    decides, so each envelope still reaches each connection once, and in seq order however the
+    stream orders one transaction's records. Returns how many frames were posted."""
     head = channels.load_channel(net, channel_id)
     if head.get("type") not in ADAPTERS:
         return 0
-    names = recipients(item, head)
+    before = written_before(net, channel_id, item)
+    notices = [(before, recipients(before, head))] if before else []
+    notices.append((item, recipients(item, head)))
+    names = list(dict.fromkeys(n for _, who in notices for n in who))
     live = {n: b for n, b in store.bindings(net, names).items()
             if token_live(b.get("token_hash"), b.get("instance_id"))}  # a revoked token is notified nothing
     if not live:
         return 0
-    env = to_envelope(item, head)
     session = Session(connection_id="", connection={"network_id": net})
-    for name in names:
-        if name in live:
-            session.outbox.append((live[name]["connection_id"], NotifyFrame(envelope=env, recipient_id=name)))
+    for envelope_item, who in notices:
+        env = to_envelope(envelope_item, head)
+        for name in who:
+            if name in live:
+                session.outbox.append((live[name]["connection_id"], NotifyFrame(envelope=env, recipient_id=name)))
     return flush(session, endpoint_url)
 
 

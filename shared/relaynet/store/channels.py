@@ -32,6 +32,11 @@ def get_head(net: str, channel_id: str) -> dict[str, Any] | None:
     return t.get(*k.channel_head(net, channel_id))
 
 
+def get_envelope(net: str, channel_id: str, seq: int) -> dict[str, Any] | None:
+    """The channel's envelope at ``seq`` (strongly consistent GetItem), or None."""
+    return t.get(*k.envelope(net, channel_id, seq))
+
+
 def head_and_newest(net: str, channel_id: str, envelopes: int) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """(the head or None, up to ``envelopes`` newest envelope items, newest first): one
     descending Query (``HEAD`` sorts after ``ENV#``)."""
