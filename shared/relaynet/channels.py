@@ -276,9 +276,11 @@ def open_channel(principal: Principal, channel_type: str, targets: list[str], kn
                               event_type=seed_type, head=store.as_read(head))  # as a read would return it
         except Conflict as exc:
             close(principal, ch_id, reason="seed_failed")
-            raise Conflict("seed_failed", f"the channel was opened but its first message was refused "
-                                          f"({exc.reason}: {exc.message}); it is closed with seed_failed",
-                           channel_id=ch_id) from None
+            failed = Conflict("seed_failed", f"the channel was opened but its first message was refused "
+                                             f"({exc.reason}: {exc.message}); it is closed with seed_failed",
+                              channel_id=ch_id)
+            failed.committed = True  # the closed channel exists: a keyed retry gets this answer again
+            raise failed from None
         out["seed_envelope_id"] = seeded_out["envelope_id"]
     return out
 

@@ -14,6 +14,10 @@ class RelaynetError(Exception):
 
     status = 500
     code = "internal"
+    #: True when the call's writes had committed before this answer (channels ``open`` whose seed
+    #: was refused: the channel exists, closed). A retry with the same Idempotency-Key then gets
+    #: this answer again and runs nothing (PROTOCOL.md 2; relaynet.http.idempotency).
+    committed = False
 
     def __init__(self, message: str, details: dict[str, Any] | None = None, headers: dict[str, str] | None = None):
         super().__init__(message)
@@ -27,6 +31,16 @@ class RelaynetError(Exception):
         if self.details is not None:
             err["details"] = self.details
         return {"error": err}
+
+
+class Answered(RelaynetError):
+    """An error answer kept for a retry with the same Idempotency-Key (a ``committed`` error,
+    relaynet.http.idempotency): the first answer's status, code, message, details and headers."""
+
+    def __init__(self, status: int, code: str, message: str, details: dict[str, Any] | None = None,
+                 headers: dict[str, str] | None = None):
+        super().__init__(message, details, headers)
+        self.status, self.code = status, code
 
 
 class InvalidArgument(RelaynetError):

@@ -166,6 +166,16 @@ def _target(d: Directory, req: DelegateRequest) -> dict[str, str]:
     return {"resource": normalise_resource(req.resource)}
 
 
+def delegate_arguments(req: DelegateRequest) -> str | None:
+    """What network_delegate checks of its arguments alone, first (PROTOCOL.md 2: arguments
+    before existence and permission; control_delegate runs it before the grant check). Returns
+    the normalised ``resource`` (or None). Raises InvalidArgument: neither a target nor a
+    resource, or a bad resource."""
+    if not (req.toInstance or req.toAgent or req.resource):
+        raise InvalidArgument.field("resource", "required when neither toAgent nor toInstance is given")
+    return normalise_resource(req.resource) if req.resource else None
+
+
 def delegate(creator: Principal, req: DelegateRequest, network_id: str | None = None) -> dict[str, Any]:
     """network_delegate (PROTOCOL.md 4.6). Returns ``{taskId, state, assignee?}``.
 
@@ -174,9 +184,7 @@ def delegate(creator: Principal, req: DelegateRequest, network_id: str | None = 
     ``pending``, parked in its wait group, and the sweep offers it once someone is eligible.
     ``network_id`` is for representatives (control_delegate), whose principal has no network.
     """
-    if not (req.toInstance or req.toAgent or req.resource):
-        raise InvalidArgument.field("resource", "required when neither toAgent nor toInstance is given")
-    resource = normalise_resource(req.resource) if req.resource else None
+    resource = delegate_arguments(req)
     net = network_id or creator.network_id
     d = load(net)
     target = _target(d, req)

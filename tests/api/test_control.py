@@ -282,3 +282,18 @@ def test_a_call_with_the_grant_reads_each_named_object_once(api, ops, tool):
         t.client().meta.events.unregister("before-parameter-build.dynamodb", unique_id="reads-once")
     assert status == 200, body
     assert sorted({key for key in reads if reads.count(key) > 1}) == []
+
+
+BAD_ARGUMENTS = {  # well-typed, but refused by a check across fields or of a value's form
+    "control_delegate": {"objective": "x"},  # neither a target nor a resource
+    "control_wake_agent": {},  # neither toAgent nor toInstance
+    "control_ask": {"toAgent": "nobody", "body": "x", "resource": "./x"},  # a bad resource, an unknown name
+}
+
+
+@pytest.mark.parametrize("tool", sorted(BAD_ARGUMENTS))
+def test_bad_arguments_are_400_before_any_grant_or_existence_check(api, ops, tool):
+    # PROTOCOL.md 2: arguments (400) before existence (404) and permission (403), whatever the grant
+    for rep in LEVELS:
+        status, body, _ = api(tool, BAD_ARGUMENTS[tool], ops.tokens["representatives"][rep])
+        assert (status, body["error"]["code"]) == (400, "invalid_argument"), (tool, rep, body)

@@ -206,3 +206,21 @@ def test_a_fan_out_that_failed_midway_is_completed_by_the_retry_with_its_key(api
         assert len(t.query(k.mailbox_pk(net.network_id, {"agent": m}), sk_prefix="MSG#")) == 1, m
     assert len(t.query(k.thread_pk(net.network_id, out["threadId"]), sk_prefix="MSG#")) == 1
     assert api("network_ask", body, token, key)[1] == out  # and from now on the stored response
+
+
+def test_a_refused_seed_answers_its_keyed_retry_with_the_same_409_and_opens_nothing_more(api, demo):
+    # PROTOCOL.md 2 and 5.6: the first open created a channel (closed with seed_failed) and answered
+    # 409; its retry with the same key and body gets that answer again and creates no channel
+    token = demo.token("planner0")
+    graph = {"initial_speaker": "coder", "transitions": [], "default_target": {"name": "terminate", "args": {}}}
+    body = {"action": "open", "type": "workflow", "target": ["coder"], "knobs": {"graph": graph}, "message": "go"}
+    status, first, _ = api("channels", body, token, {"Idempotency-Key": "seed-1"})
+    assert status == 409 and first["error"]["details"]["reason"] == "seed_failed"
+    after_first = _all_keys()
+    status, again, _ = api("channels", body, token, {"Idempotency-Key": "seed-1"})
+    assert (status, again) == (409, first)
+    assert _all_keys() == after_first
+    listed = api("channels", {"action": "list", "state": "all"}, token)[1]["channels"]
+    assert [c["channel_id"] for c in listed] == [first["error"]["details"]["channel_id"]]
+    status, other, _ = api("channels", body, token, {"Idempotency-Key": "seed-2"})  # another key: another open
+    assert status == 409 and other["error"]["details"]["channel_id"] != first["error"]["details"]["channel_id"]

@@ -10,6 +10,7 @@ from relaynet.control.grants import objects, scope, worker_request
 from relaynet.errors import InvalidArgument, NotFound
 from relaynet.identity import Principal
 from relaynet.models.worker import AskRequest, ReplyRequest
+from relaynet.resources import normalise as normalise_resource
 from relaynet.store import directory as dir_store
 from relaynet.store import mailboxes as mail_store
 
@@ -30,6 +31,8 @@ def get_thread(principal: Principal, network_id: str | None, thread_id: str) -> 
 
 def ask(principal: Principal, req) -> dict[str, Any]:
     """control_ask: as network_ask, sent by the representative (needs communicate)."""
+    if req.resource:
+        normalise_resource(req.resource)  # a bad resource is 400 before 404 and 403 (PROTOCOL.md 2)
     to = {} if req.toInstance else {"name": req.toAgent}
     _, p = scope(principal, req.networkId, "communicate",
                  objects(instance_id=req.toInstance, thread_id=req.threadId, task_id=req.taskId, **to),
@@ -49,6 +52,9 @@ def wake(principal: Principal, req) -> dict[str, Any]:
     mailbox; ``toInstance`` wins over ``toAgent``, one of them is required. Returns
     ``{messageId, threadId, to}``. The notice's mailbox entry also fires the instance's (or, for
     an agent, every instance's) push endpoint with a ``wake`` event (relaynet.push)."""
+    if not (req.toInstance or req.toAgent):  # 400 before 404 and 403 (PROTOCOL.md 2)
+        raise InvalidArgument("toAgent or toInstance is required", [{"field": "toAgent", "message": "required"},
+                                                                   {"field": "toInstance", "message": "required"}])
     to = {} if req.toInstance else {"agent": req.toAgent}
     _, p = scope(principal, req.networkId, "operate", objects(instance_id=req.toInstance, **to),
                  call_checks=True)
@@ -58,12 +64,9 @@ def wake(principal: Principal, req) -> dict[str, Any]:
         if inst is None:
             raise NotFound(f"no instance {req.toInstance!r} in this network")
         box = {"instanceId": req.toInstance, "agent": inst["agent"]}
-    elif req.toAgent:
+    else:
         if dir_store.agent(net, req.toAgent) is None:
             raise NotFound(f"no agent named {req.toAgent!r} in this network")
         box = {"agent": req.toAgent}
-    else:
-        raise InvalidArgument("toAgent or toInstance is required", [{"field": "toAgent", "message": "required"},
-                                                                   {"field": "toInstance", "message": "required"}])
     reason = req.reason or "explicit"
     return messaging.wake_notice(p, box, f"Wake up ({reason}): check network_inbox and your tasks.", reason)

@@ -41,6 +41,7 @@ def cancel_task(principal: Principal, network_id: str | None, task_id: str, reas
 
 def delegate(principal: Principal, req) -> dict[str, Any]:
     """control_delegate: as network_delegate, created by the representative (needs delegate)."""
+    tasks.delegate_arguments(req)  # 400 before 404 and 403 (PROTOCOL.md 2)
     to = {} if req.toInstance else {"name": req.toAgent}
     _, p = scope(principal, req.networkId, "delegate", objects(instance_id=req.toInstance, **to),
                  call_checks=True)

@@ -43,7 +43,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 
-from relaynet.errors import Conflict, InvalidArgument
+from relaynet.errors import Answered, Conflict, InvalidArgument, RelaynetError
 from relaynet.identity import Principal, request_key
 from relaynet.store import table
 
@@ -104,6 +104,24 @@ _CONFIG = IdempotencyConfig(event_key_jmespath="key", payload_validation_jmespat
                             expires_after_seconds=TTL_SECONDS, raise_on_no_idempotency_key=True)
 
 
+#: The key of a stored response that is an error answer (:func:`kept`).
+KEPT_ERROR = "__relaynet_error__"
+
+
+def kept(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``fn()``; a ``committed`` RelaynetError (raised after the call's writes committed) is
+    returned as ``{KEPT_ERROR: {status, code, message, details, headers}}`` instead, so powertools
+    stores it as the first response and a retry with the key answers it again, running nothing
+    (PROTOCOL.md 2). Any other error propagates, and powertools deletes the record: the retry runs."""
+    try:
+        return fn()
+    except RelaynetError as exc:
+        if not exc.committed:
+            raise
+        return {KEPT_ERROR: {"status": exc.status, "code": exc.code, "message": exc.message,
+                             "details": exc.details, "headers": exc.headers}}
+
+
 def once(tool: str, principal: Principal, key: str, body: dict[str, Any], fn: Callable[[], dict[str, Any]],
          lambda_context: Any = None) -> dict[str, Any]:
     """Run ``fn`` once per (tool, caller, key); see :meth:`relaynet.http.api.ToolApp.once`.
@@ -126,18 +144,22 @@ def once(tool: str, principal: Principal, key: str, body: dict[str, Any], fn: Ca
         def run(request: dict[str, Any]) -> dict[str, Any]:
             with request_key(scoped):
                 if persistence.pending is None:
-                    return fn()
+                    return kept(fn)
                 with table.ride(persistence.pending) as rider:
                     persistence.rider = rider
-                    return fn()
+                    return kept(fn)
 
         return run(request={"key": scoped, "body": body})
 
     try:
         try:
-            return attempt(defer=True)
+            result = attempt(defer=True)
         except table.RiderRefused:  # another request holds the key: answer as powertools does for a retry
-            return attempt(defer=False)
+            result = attempt(defer=False)
+        error = result.get(KEPT_ERROR) if isinstance(result, dict) else None
+        if error is not None:
+            raise Answered(**error)
+        return result
     except IdempotencyValidationError:
         raise Conflict("already_exists", "this Idempotency-Key was used with a different body") from None
     except IdempotencyAlreadyInProgressError:
