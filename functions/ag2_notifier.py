@@ -32,5 +32,4 @@ def record_handler(record: DynamoDBRecord) -> None:
 
 @table.declares(DYNAMODB_ACTIONS, "ag2_notifier")
 def handler(event, context):
-    event = {**event, "Records": ops.stream_order(event.get("Records") or [])}  # each channel's envelopes by seq
     return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

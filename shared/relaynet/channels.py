@@ -22,10 +22,10 @@ from relaynet.errors import Conflict, InvalidArgument, NotFound, PermissionDenie
 from relaynet.identity import Principal
 from relaynet.store import channels as store
 from relaynet.store import mailboxes as mail_store
+from relaynet.store.table import MAX_TRANSACT_ITEMS
 
 ENVELOPES_IN_INFO = 20
 _MAX_RACES = 20
-_TRANSACTION_ACTIONS = 100  # DynamoDB's limit per TransactWriteItems
 SYSTEM = "relaynet"
 
 
@@ -264,7 +264,7 @@ def open_channel(principal: Principal, channel_type: str, targets: list[str], kn
                                         None, now)
         created = store.create_actions(seeded_head, members)
         actions = [created[0], *opened, *created[1:], opened_event, *seeded]
-        if len(actions) < _TRANSACTION_ACTIONS:  # a slot left for a riding Idempotency-Key record
+        if len(actions) < MAX_TRANSACT_ITEMS:  # a slot left for a riding Idempotency-Key record
             store.commit(actions)
             out["seed_envelope_id"] = env["envelope_id"]
             return out

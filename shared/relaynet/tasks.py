@@ -35,6 +35,7 @@ from relaynet.store import mailboxes as mail_store
 from relaynet.store import tasks as store
 from relaynet.store.mailboxes import Thread
 from relaynet.store.tasks import Before
+from relaynet.store.table import MAX_TRANSACT_ITEMS
 from relaynet.taskstate import HELD, REASON_REQUIRED, TERMINAL, allowed_from, cap_history, decide
 
 if TYPE_CHECKING:
@@ -325,7 +326,6 @@ class TerminalRelease(Protocol):
 #: taken, renewed or released in the network meanwhile cancels it, and the later attempts release
 #: them after the move.
 _RELEASE_IN_MOVE_ATTEMPTS = 2
-_TRANSACTION_ACTIONS = 100  # DynamoDB's limit per TransactWriteItems
 
 
 def update(principal: Principal, req: TaskUpdateRequest, on_terminal: TerminalRelease | None = None,
@@ -366,7 +366,7 @@ def update(principal: Principal, req: TaskUpdateRequest, on_terminal: TerminalRe
         release = req.status in TERMINAL and on_terminal is not None
         if release and attempt < _RELEASE_IN_MOVE_ATTEMPTS:
             releases = on_terminal.actions(net, task["id"], now)
-            if len(actions) + len(releases) <= _TRANSACTION_ACTIONS:
+            if len(actions) + len(releases) <= MAX_TRANSACT_ITEMS:
                 actions, release = [*actions, *releases], False
         try:
             store.commit(actions)

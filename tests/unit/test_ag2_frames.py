@@ -127,20 +127,3 @@ def test_fit_list_keeps_the_longest_prefix_that_fits():
     assert len(json.dumps(kept).encode()) <= f.MAX_SERVER_MESSAGE - 1024
     assert f.fit_list(items[:3]) == items[:3]
 
-
-def test_a_stream_batch_is_notified_in_each_channels_seq_order():
-    # AWS may hand a transaction's records (an opened and its seed, a reply and its closed) to
-    # the stream out of order; the notifier sorts the batch so each channel's envelopes go by seq
-    from relaynet.ag2.ops import stream_order
-
-    def rec(pk, seq, name="INSERT", n=0):
-        return {"eventName": name, "n": n, "dynamodb": {"Keys": {"PK": {"S": pk}, "SK": {"S": f"ENV#{seq:010d}"}}}}
-
-    a, b = "NET#n1#CH#ch_a", "NET#n1#CH#ch_b"
-    batch = [rec(a, 2), rec(b, 11), rec(a, 1), rec(b, 2), rec(a, 10), rec(a, 3, "MODIFY", 1), rec(a, 3, "INSERT", 2)]
-    got = [(r["dynamodb"]["Keys"]["PK"]["S"], r["dynamodb"]["Keys"]["SK"]["S"][4:].lstrip("0"), r["n"])
-           for r in stream_order(batch)]
-    assert [(pk, seq) for pk, seq, _ in got if pk == a] == [(a, "1"), (a, "2"), (a, "3"), (a, "3"), (a, "10")]
-    assert [(pk, seq) for pk, seq, _ in got if pk == b] == [(b, "2"), (b, "11")]
-    assert [n for pk, seq, n in got if seq == "3"] == [1, 2]  # one item's records keep their order
-    assert stream_order([]) == []

@@ -900,18 +900,6 @@ def flush(session: Session, endpoint_url: str) -> int:
     return sent
 
 
-def stream_order(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A stream batch's records (Lambda's DynamoDB stream event ``Records``) sorted by item key,
-    stably: each channel's envelopes by seq (``ENV#<seq>``, zero-padded), so an ``opened`` and its
-    seed, or a reply and the ``closed`` after it, are notified in order even when the stream hands
-    over the records of one transaction out of order (AWS does not order a transaction's items).
-    Records of one item keep their order; channels are independent of each other."""
-    def key(record: dict[str, Any]) -> tuple[str, str]:
-        keys = (record.get("dynamodb") or {}).get("Keys") or {}
-        return (keys.get("PK") or {}).get("S", ""), (keys.get("SK") or {}).get("S", "")
-    return sorted(records, key=key)
-
-
 def written_before(net: str, channel_id: str, item: dict[str, Any]) -> dict[str, Any] | None:
     """The envelope written in the same transaction as ``item`` and just before it, which the
     stream may hand over after it (AWS does not order the records of one transaction's items):
