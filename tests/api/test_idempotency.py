@@ -129,6 +129,72 @@ def test_a_retry_racing_the_first_before_its_first_write_commits_once(api, demo,
     assert len([key for key in _all_keys() - before if key[0] == "idempotency#relaynet"]) == 1
 
 
+GRAPH = {"initial_speaker": "planner", "transitions": [
+    {"when": {"name": "from_speaker", "args": {"agent_id": "planner"}},
+     "then": {"name": "agent", "args": {"agent_id": "coder"}}, "priority": 0}],
+    "default_target": {"name": "terminate", "args": {"reason": "done"}}, "max_turns": 4}
+
+
+def _open(api, token, type_, target, **extra):
+    body = {"action": "open", "type": type_, "target": target, **extra}
+    status, out, _ = api("channels", body, token)
+    assert status == 200, out
+    return out["channel_id"]
+
+
+def _refused_after_its_first_success(api, demo, case):
+    """(tool, token, body) of a call whose repeat, once the first succeeded, the adapter refuses:
+    the turn passed (``not_your_turn``) or the call closed the channel (``channel_closed``)."""
+    planner, reviewer = demo.token("planner0"), demo.token("reviewer0")
+    if case == "handoff":
+        ch = _open(api, planner, "workflow", "coder", knobs={"graph": GRAPH})
+        return "handoff", planner, {"channel_id": ch, "content": "draft v1"}
+    if case == "consulting prompt":
+        ch = _open(api, planner, "consulting", "reviewer")
+        return "say", planner, {"channel_id": ch, "content": "is this safe?"}
+    ch = _open(api, planner, "consulting", "reviewer", message="is this safe?")
+    return "say", reviewer, {"channel_id": ch, "content": "yes"}  # the reply closes it: consulting_complete
+
+
+@pytest.mark.parametrize("case", ["handoff", "consulting prompt", "consulting reply"])
+def test_a_retry_the_turn_or_state_would_refuse_answers_the_first_response(api, demo, case):
+    # PROTOCOL.md 2: the key's record is looked up before the turn or state check answers
+    tool, token, body = _refused_after_its_first_success(api, demo, case)
+    assert [api(tool, body, token)[0] for _ in range(2)] == [200, 409]  # without a key the repeat is refused
+    tool, token, body = _refused_after_its_first_success(api, demo, case)
+    status, first, _ = api(tool, body, token, {"Idempotency-Key": "turn-1"})
+    assert status == 200, first
+    after_first = _all_keys()
+    status, again, _ = api(tool, body, token, {"Idempotency-Key": "turn-1"})
+    assert (status, again) == (200, first)
+    assert _all_keys() == after_first
+    status, err, _ = api(tool, {**body, "content": "another"}, token, {"Idempotency-Key": "turn-1"})
+    assert status == 409 and err["error"]["details"]["reason"] == "already_exists"
+    status, err, _ = api(tool, body, token, {"Idempotency-Key": "turn-2"})  # a new key is a new call: refused
+    assert status == 409 and err["error"]["details"]["reason"] in ("not_your_turn", "channel_closed")
+    assert _all_keys() == after_first
+
+
+def test_a_retry_the_turn_would_refuse_while_the_first_runs_is_409_in_progress(api, demo, monkeypatch):
+    tool, token, body = _refused_after_its_first_success(api, demo, "handoff")
+    key = {"Idempotency-Key": "slow-turn"}
+    real, seen = t.transact, {}
+
+    def transact_then_retry(actions, token_=None):
+        real(actions, token_)
+        if "retry" not in seen:
+            seen["retry"] = None
+            seen["retry"] = api(tool, body, token, key)  # the first has committed, not yet answered
+
+    monkeypatch.setattr(t, "transact", transact_then_retry)
+    status, first, _ = api(tool, body, token, key)
+    assert status == 200
+    status, err, headers = seen["retry"]
+    assert status == 409 and err["error"]["details"]["reason"] == "in_progress" and headers["retry-after"] == "1"
+    monkeypatch.setattr(t, "transact", real)
+    assert api(tool, body, token, key)[:2] == (200, first)
+
+
 def test_a_keyed_write_costs_one_request_more_than_without_the_key(api, demo):
     """The in-progress record rides in the call's transaction; only the completing UpdateItem is extra."""
     from collections import Counter

@@ -27,6 +27,12 @@ gets the stored response; a retry while the first is running past its first writ
 ``in_progress``; a retry racing the first *before* its first write runs the domain too, but only
 one of the two commits (the other's transaction is cancelled by the record's condition, and that
 request answers from the record as a retry would).
+
+Deferring the record also defers powertools' look-up of an earlier one to the first write. A
+keyed call the domain refuses *before* writing (a ``handoff`` retried after its turn passed:
+``not_your_turn``) therefore looks its key up then (:func:`earlier_answer`, one GetItem on that
+refusal path only), and answers the first response, ``in_progress`` or ``already_exists`` as a
+retry must (issue 24; docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -40,9 +46,12 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
+    IdempotencyItemNotFoundError,
     IdempotencyValidationError,
 )
+from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import STATUS_CONSTANTS
 
+from relaynet import clock
 from relaynet.errors import Answered, Conflict, InvalidArgument, RelaynetError
 from relaynet.identity import Principal, request_key
 from relaynet.store import table
@@ -104,6 +113,32 @@ _CONFIG = IdempotencyConfig(event_key_jmespath="key", payload_validation_jmespat
                             expires_after_seconds=TTL_SECONDS, raise_on_no_idempotency_key=True)
 
 
+def earlier_answer(persistence: DynamoDBPersistenceLayer, data: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored first response for ``data``'s key (one consistent GetItem), or None when there
+    is none to answer with (no record, an expired one, or an in-progress one whose invocation's
+    deadline passed: that first request died, so this one's own answer stands).
+
+    For a keyed call the domain refused *before* its first write: with the in-progress record
+    deferred to ride with that write, the key's record was never looked at, and a retry of a call
+    that succeeded would otherwise meet the state the first call left (a ``handoff`` retried after
+    the turn passed: 409 ``not_your_turn``). PROTOCOL.md 2: the retry gets the first response.
+
+    Raises IdempotencyValidationError (the key was used with another body) and
+    IdempotencyAlreadyInProgressError (the first request is still running).
+    """
+    try:
+        record = persistence.get_record(data)
+    except IdempotencyItemNotFoundError:
+        return None
+    if record.status == STATUS_CONSTANTS["COMPLETED"]:
+        return record.response_json_as_dict()
+    if record.status == STATUS_CONSTANTS["INPROGRESS"]:
+        deadline = record.in_progress_expiry_timestamp
+        if deadline is None or deadline >= clock.now_ms():
+            raise IdempotencyAlreadyInProgressError(f"in progress: {record.idempotency_key}")
+    return None
+
+
 #: The key of a stored response that is an error answer (:func:`kept`).
 KEPT_ERROR = "__relaynet_error__"
 
@@ -149,7 +184,16 @@ def once(tool: str, principal: Principal, key: str, body: dict[str, Any], fn: Ca
                     persistence.rider = rider
                     return kept(fn)
 
-        return run(request={"key": scoped, "body": body})
+        data = {"key": scoped, "body": body}
+        try:
+            return run(request=data)
+        except RelaynetError:
+            if not defer or persistence._written():
+                raise  # powertools looked the key up (or deleted the record this call wrote)
+            answer = earlier_answer(persistence, data)
+            if answer is None:
+                raise
+            return answer
 
     try:
         try:
