@@ -45,6 +45,35 @@ def effective_state(channel: dict[str, Any], now_ms: int) -> str:
     return channel["state"]
 
 
+def past_ttl(channel: dict[str, Any], now_ms: int) -> bool:
+    """Stored ``active`` but past ``expires_at`` at ``now_ms``: shown ``expired``, not yet written so."""
+    return channel["state"] == "active" and int(channel["expires_ms"]) <= now_ms
+
+
+def expire_past_ttl(channel: dict[str, Any], now_ms: int) -> bool:
+    """PROTOCOL.md 7(3) where a participant looks (issue 24): an active channel past its
+    ``expires_at`` becomes ``expired`` here, in the one transaction that also writes its
+    ``expired`` envelope, each participant's mailbox copy and the event (the sweep's
+    :func:`_finish`), so no read shows a channel expired whose ``expired`` envelope is not there.
+
+    Returns False when ``channel`` is not past its TTL (nothing written), True when it was: the
+    caller reads it again, since this call or a racing expiry, close or send moved it (a lost race
+    re-reads and tries again). Raises Conflict ``in_progress`` after :data:`_MAX_RACES` lost races.
+    """
+    if not past_ttl(channel, now_ms):
+        return False
+    head: dict[str, Any] | None = channel
+    for _ in range(_MAX_RACES):
+        try:
+            _finish(head, None, "ttl", now_ms, "expired")
+            return True
+        except store.TransactionCancelled:
+            head = store.get_head(channel["network_id"], channel["channel_id"])
+            if head is None or not past_ttl(head, now_ms):
+                return True
+    raise Conflict("in_progress", "the channel is busy; retry", headers={"Retry-After": "1"})
+
+
 def view(channel: dict[str, Any], now_ms: int | None = None) -> dict[str, Any]:
     """The protocol's channel object (PROTOCOL.md 5.1)."""
     now = clock.now_ms() if now_ms is None else now_ms
@@ -166,6 +195,7 @@ def send(principal: Principal, channel_id: str, attempt: Send, content: Any, aud
         if attempt.target is not None and attempt.target not in members:
             raise InvalidArgument.field("target", f"{attempt.target!r} is not a participant of this channel")
         if effective_state(channel, now) != "active":
+            expire_past_ttl(channel, now)  # refused as expired: the expired envelope is there first
             raise Conflict("channel_closed", f"channel {channel_id} is {effective_state(channel, now)}")
         a = _adapter(channel)
         decision = a.decide(channel["adapter_state"], attempt, now)
@@ -322,12 +352,14 @@ def info(principal: Principal, channel_id: str) -> dict[str, Any]:
     """channels ``info`` (participants only): ``{channel, next_speaker, your_tools, envelopes}``
     with the last 20 envelopes, oldest first."""
     net = principal.network_id
+    now = clock.now_ms()
     # one Query: descending, the head (``HEAD`` sorts after ``ENV#``) and then the newest envelopes
     channel, envs = store.head_and_newest(net, channel_id, ENVELOPES_IN_INFO)
     if channel is None:
         raise NotFound(f"no channel {channel_id!r} in this network")
     _participant(channel, principal)
-    now = clock.now_ms()
+    if expire_past_ttl(channel, now):  # shown expired only with its expired envelope (PROTOCOL.md 7)
+        channel, envs = store.head_and_newest(net, channel_id, ENVELOPES_IN_INFO)
     active = effective_state(channel, now) == "active"
     a = _adapter(channel)
     state = channel["adapter_state"]
@@ -371,8 +403,12 @@ def _with_heads(net: str, refs: list[dict[str, Any]]):
     if not refs:
         return
     heads = store.heads(net, [r["channel_id"] for r in refs])
+    now = clock.now_ms()
     for r in refs:
-        yield r["channel_id"], heads.get(r["channel_id"])
+        head = heads.get(r["channel_id"])
+        if head is not None and expire_past_ttl(head, now):  # listed expired only once written so
+            head = store.get_head(net, r["channel_id"])
+        yield r["channel_id"], head
 
 
 def _reply_of(envs: list[dict[str, Any]]) -> str | None:
@@ -385,6 +421,8 @@ def head_and_reply(net: str, channel_id: str) -> tuple[dict[str, Any], str | Non
     """:func:`load_channel` and the consult's reply in one strongly consistent Query of the
     channel's partition (its head sorts after its envelopes). NotFound as load_channel."""
     head, envs = store.head_and_envelopes(net, channel_id)
+    if head is not None and expire_past_ttl(head, clock.now_ms()):
+        head, envs = store.head_and_envelopes(net, channel_id)
     if head is None:
         raise NotFound(f"no channel {channel_id!r} in this network")
     return head, _reply_of(envs)

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from relaynet import clock
 from relaynet_local.lambdas import LambdaContext, load_handler
 from tests.api.conftest import FUNCTIONS
 from tests.conftest import apply
@@ -38,30 +39,46 @@ def inbox(api, token):
     return out["messages"]
 
 
-def test_a_channel_past_its_ttl_is_expired_at_once_and_the_sweep_tells_every_participant(api, net):
+def _until_past(expires_at: str) -> None:
+    """Poll the clock until ``expires_at`` (RFC 3339) has passed."""
+    while clock.now_ms() <= clock.parse_iso(expires_at):
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("first_look", ["info", "list", "say", "close", "sweep"])
+def test_a_channel_past_its_ttl_is_shown_expired_only_with_its_expired_envelope(api, net, first_look):
+    # PROTOCOL.md 7(3): past expires_at a channel becomes expired with an expired envelope; whichever
+    # call looks first (issue 24), the state and the envelope with its mailbox copies are one write
     alice, bob = net.token("alice0"), net.token("bob0")
     ch = api("channels", {"action": "open", "type": "conversation", "target": "bob", "ttl": 1,
                           "message": "quick one"}, alice)[1]["channel_id"]
     inbox(api, bob)
-    time.sleep(1.2)
-    # every read sees it expired before any sweep ran
-    info = api("channels", {"action": "info", "channel_id": ch}, bob)[1]
-    assert info["channel"]["state"] == "expired" and info["your_tools"] == [] and info["next_speaker"] is None
-    assert api("channels", {"action": "list"}, alice)[1]["channels"] == []
+    _until_past(api("channels", {"action": "info", "channel_id": ch}, alice)[1]["channel"]["expires_at"])
+    if first_look == "info":
+        info = api("channels", {"action": "info", "channel_id": ch}, bob)[1]
+        assert info["channel"]["state"] == "expired" and info["your_tools"] == [] and info["next_speaker"] is None
+        assert info["envelopes"][-1]["event_type"] == "expired"
+    elif first_look == "list":
+        assert api("channels", {"action": "list"}, alice)[1]["channels"] == []
+    elif first_look == "say":
+        status, err, _ = api("say", {"channel_id": ch, "content": "too late"}, bob)
+        assert status == 409 and err["error"]["details"]["reason"] == "channel_closed"
+    elif first_look == "close":
+        closed = api("channels", {"action": "close", "channel_id": ch}, bob)[1]
+        assert (closed["state"], closed["close_reason"]) == ("expired", "ttl")
+    else:
+        assert sweep()["channels_expired"] == 1
+    info = api("channels", {"action": "info", "channel_id": ch}, alice)[1]
+    assert info["channel"]["state"] == "expired" and info["channel"]["close_reason"] == "ttl"
+    assert [e["event_type"] for e in info["envelopes"]] == ["opened", "text", "expired"]
     (listed,) = api("channels", {"action": "list", "state": "all"}, alice)[1]["channels"]
     assert listed["state"] == "expired"
-    status, err, _ = api("say", {"channel_id": ch, "content": "too late"}, bob)
-    assert status == 409 and err["error"]["details"]["reason"] == "channel_closed"
-    # the sweep expires it: one `expired` envelope, in each participant's inbox
-    assert sweep()["channels_expired"] == 1
     for token in (alice, bob):
         (msg,) = inbox(api, token)
         assert msg["kind"] == "channel" and msg["channelId"] == ch
         assert msg["envelope"]["event_type"] == "expired" and msg["envelope"]["content"] == {"reason": "ttl"}
         assert "closed" in msg["instructions"] or "expired" in msg["instructions"]
     assert sweep()["channels_expired"] == 0 and inbox(api, alice) == [] and inbox(api, bob) == []
-    info = api("channels", {"action": "info", "channel_id": ch}, alice)[1]
-    assert info["channel"]["state"] == "expired" and info["channel"]["close_reason"] == "ttl"
 
 
 def test_channel_messages_say_whose_turn_it_is_and_which_tool_to_use(api, net):

@@ -7,6 +7,7 @@ the store `relaynet serve` ships and with no lock of ours (claims: test_claim_ra
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -92,3 +93,45 @@ def test_twenty_threads_taking_one_discussion_turn_store_exactly_one_envelope_ev
         assert [r.reason for r in results if isinstance(r, Conflict)] == ["not_your_turn"] * (THREADS - 1)
     texts = [e for e in channels.info(alice, ch)["envelopes"] if e["event_type"] == "text"]
     assert len(texts) == ROUNDS and [e["sender"] for e in texts] == ["alice", "bob"] * (ROUNDS // 2)
+
+
+def test_twenty_threads_looking_at_a_channel_past_its_ttl_write_one_expired_envelope_every_round(server_table):
+    # PROTOCOL.md 7(3), issue 24: whichever looks first (info, list, say, close) expires it, with its
+    # envelope and mailbox copies in the same transaction; every look shows it expired with the envelope
+    net = apply("network: race\nagents:\n  - {name: alice, instances: 1}\n  - {name: bob, instances: 1}\n")
+    alice, bob = net.principals["alice0"], net.principals["bob0"]
+    opened = [channels.open_channel(alice, "conversation", ["bob"], None, None, 1, None)["channel_id"]
+              for _ in range(ROUNDS)]
+    last = channels.info(alice, opened[-1])["channel"]["expires_at"]
+    while clock.now_ms() <= clock.parse_iso(last):
+        time.sleep(0.01)
+
+    def look(job):
+        kind, who, ch = job
+        if kind == "info":
+            return kind, channels.info(who, ch)
+        if kind == "list":
+            return kind, channels.list_channels(who, "all", 100)
+        if kind == "close":
+            return kind, channels.close(who, ch)
+        return kind, channels.send(who, ch, Send(sender=who.agent, tool="say"), "too late")
+
+    for ch in opened:
+        jobs = [(("info", "list", "close", "say")[i % 4], (alice, bob)[i % 2], ch) for i in range(THREADS)]
+        for result in _at_once(look, jobs):
+            if isinstance(result, Conflict):
+                assert result.reason == "channel_closed"
+                continue
+            kind, out = result
+            if kind == "info":
+                assert out["channel"]["state"] == "expired" and out["envelopes"][-1]["event_type"] == "expired"
+            elif kind == "list":
+                assert {c["channel_id"]: c["state"] for c in out["channels"]}[ch] == "expired"
+            else:
+                assert (out["state"], out["close_reason"]) == ("expired", "ttl")
+        stored = [e["event_type"] for e in channels.info(alice, ch)["envelopes"]]
+        assert stored == ["opened", "expired"], stored
+    for who in (alice, bob):
+        copies = Counter(m["channelId"] for m in messaging.inbox(who)["messages"]
+                         if m["envelope"]["event_type"] == "expired")
+        assert copies == Counter({ch: 1 for ch in opened})

@@ -409,9 +409,14 @@ def to_envelope(item: dict[str, Any], head: dict[str, Any]) -> Envelope:
 
 
 def _read(net: str, channel_id: str) -> tuple[dict[str, Any], dict[str, Any] | None, list[dict[str, Any]]]:
-    """(head, handshake, envelope items in seq order) of one channel, one Query; NotFoundError."""
+    """(head, handshake, envelope items in seq order) of one channel, one Query; NotFoundError.
+    A channel past its TTL is expired first, with its ``expired`` envelope (relaynet.channels
+    .expire_past_ttl), and read again."""
     items = store.channel_items(net, channel_id)
     head = next((i for i in items if i["SK"] == "HEAD"), None)
+    if head is not None and head.get("type") in ADAPTERS and channels.expire_past_ttl(head, clock.now_ms()):
+        items = store.channel_items(net, channel_id)
+        head = next((i for i in items if i["SK"] == "HEAD"), None)
     if head is None or head.get("type") not in ADAPTERS:
         raise NotFoundError(f"channel not found: {channel_id}")
     hs = next((i for i in items if i["SK"] == "AG2"), None)
