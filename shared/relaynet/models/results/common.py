@@ -34,6 +34,16 @@ class Address(Entity):
     system: str | None = None
 
 
+class TaskTarget(Entity):
+    """Whom a task was delegated to (PROTOCOL.md 4.6, 4.7): an agent, a group, a pinned instance,
+    or, for an untargeted task, the ``resource`` it is routed by."""
+
+    agent: str | None = None
+    group: str | None = None
+    instanceId: str | None = None
+    resource: str | None = None
+
+
 class Capability(Entity):
     """A declared capability: ``id``, ``name``, ``description``; ``source`` says who declared it."""
 
@@ -112,7 +122,7 @@ class Task(Entity):
     title: str
     state: str
     creator: Address
-    target: Address
+    target: TaskTarget
     assignee: str | None = None
     createdAt: str
     updatedAt: str

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from relaynet.models.results.common import Address, Channel, Entity, Envelope, Participant, Result, Task
+from relaynet.models.results.common import Address, Channel, Entity, Envelope, Participant, Result, Task, TaskTarget
 
 
 class DelegateResult(Result):
@@ -93,7 +93,7 @@ class TasksResult(Result):
     title: str | None = None
     state: str | None = None
     creator: Address | None = None
-    target: Address | None = None
+    target: TaskTarget | None = None
     assignee: str | None = None
     resource: str | None = None
     createdAt: str | None = None
