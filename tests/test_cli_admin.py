@@ -5,11 +5,16 @@ real DynamoDB endpoint (DynamoDB Local, a fresh table per test), as an operator 
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import os
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -80,3 +85,119 @@ def test_an_unknown_network_in_launch_is_a_json_error_on_stderr(operator_dir):
     out = run(["admin", "launch", "nowhere", "coder", "--local"], cwd)
     assert out.returncode == 2 and out.stdout == ""
     assert json.loads(out.stderr)["error"]["code"] == "not_found"
+
+
+
+# --- `admin --local` writes behind the local stack's transaction barrier (issue 24, defect 5) ----
+
+@contextlib.contextmanager
+def recording_proxy(upstream: str):
+    """A loopback HTTP proxy in front of the DynamoDB endpoint ``upstream`` that forwards every
+    request unchanged and records it as ``(operation, JSON body)`` in order; yields ``(url, seen)``."""
+    target = urlsplit(upstream)
+    seen: list[tuple[str, dict]] = []
+
+    class Forward(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen.append((self.headers.get("X-Amz-Target", "").rpartition(".")[2], json.loads(body or b"{}")))
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection", "content-length")}
+            upstream_conn = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+            try:
+                upstream_conn.request("POST", self.path, body, headers)
+                answer = upstream_conn.getresponse()
+                data = answer.read()
+            finally:
+                upstream_conn.close()
+            self.send_response(answer.status)
+            for name, value in answer.getheaders():
+                if name.lower() not in ("connection", "content-length", "transfer-encoding"):
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+@pytest.mark.parametrize("verb", ["apply", "launch"])
+def test_admin_local_settles_its_transactions_before_it_prints(operator_dir, verb):
+    """`relaynet admin --local` on DynamoDB Local, like the local stack before it answers, sends
+    the transaction barrier's strongly consistent GetItem after its last TransactWriteItems
+    (DynamoDB Local acknowledges a transaction before it is on disk): the request the CLI makes
+    last. With `--table`/`--endpoint-url` (DynamoDB in AWS) there is no barrier."""
+    from relaynet_local.dynamodb_local import TransactionBarrier
+
+    cwd, endpoint, table = operator_dir
+    if verb == "launch":
+        assert run(["admin", "apply", "net.yaml", "--local"], cwd).returncode == 0
+    args = ["admin", "apply", "net.yaml"] if verb == "apply" else ["admin", "launch", "demo", "coder"]
+    barrier = ("GetItem", {"TableName": table, "Key": TransactionBarrier.BARRIER_KEY, "ConsistentRead": True})
+    state = cwd / ".relaynet" / "local.json"
+    with recording_proxy(endpoint) as (url, seen):
+        state.write_text(json.dumps({**json.loads(state.read_text()), "dynamodbEndpoint": url}))
+        out = run([*args, "--local"], cwd)
+        assert out.returncode == 0, out.stderr
+        operations = [op for op, _ in seen]
+        assert "TransactWriteItems" in operations and seen[-1] == barrier, operations
+        seen.clear()
+        out = run(["admin", "launch", "demo", "coder", "--table", table, "--endpoint-url", url], cwd)
+        assert out.returncode == 0, out.stderr
+        assert "TransactWriteItems" in [op for op, _ in seen] and barrier not in seen
+
+
+# --- `relaynet serve --spec` refuses an invalid spec as `admin apply` does (issue 24, defect 4) --
+
+#: Invalid specs, each as an operator might write it: a YAML flow mapping whose unquoted comma
+#: made an extra key (``b``), a value of the wrong type, a group naming an agent that is not there,
+#: and a file that is not YAML at all.
+BAD_SPECS = {
+    "flow-mapping-comma": "network: demo\nagents:\n  - {name: planner, description: a}\n  - {name: bob, description: a, b}\n",
+    "wrong-type": "network: demo\nagents:\n  - {name: bob, instances: many}\n",
+    "unknown-member": "network: demo\nagents:\n  - {name: bob}\ngroups:\n  - {slug: reviewers, members: [alice]}\n",
+    "not-yaml": "network: demo\nagents: [\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SPECS))
+def test_serve_refuses_an_invalid_spec_as_admin_apply_does_before_the_store_starts(tmp_path, case):
+    """`relaynet serve --spec FILE` prints exactly what `relaynet admin apply FILE` prints for
+    the same invalid file (each field and its message, no traceback) and exits 2 before its
+    store starts: no DynamoDB Local, no `.relaynet` (data directory, local.json) written."""
+    (tmp_path / "bad.yaml").write_text(BAD_SPECS[case])
+    applied = run(["admin", "apply", "bad.yaml", "--table", "relaynet-nowhere"], tmp_path)
+    assert applied.returncode == 2 and applied.stdout == "", applied.stderr
+    served = run(["serve", "--spec", "bad.yaml", "--port", "0", "--template", str(Path(__file__).parents[1] / "template.yaml")],
+                 tmp_path)
+    assert (served.returncode, served.stdout) == (2, ""), served.stderr
+    assert "Traceback" not in served.stderr
+    assert served.stderr == applied.stderr
+    error = json.loads(served.stderr)["error"]
+    assert error["code"] == "invalid_argument"
+    if case == "flow-mapping-comma":
+        assert error["details"]["fields"] == [{"field": "documents[0].agents.1.b",
+                                               "message": "Extra inputs are not permitted"}]
+    if case == "wrong-type":
+        (field,) = error["details"]["fields"]
+        assert field["field"] == "documents[0].agents.0.instances" and "integer" in field["message"]
+    assert not (tmp_path / ".relaynet").exists()  # no data directory, no local.json: no store ran
+
+
+def test_serve_says_when_the_spec_cannot_be_read(tmp_path):
+    """A missing spec file is named as `admin apply` names it, not as a port that cannot be served on."""
+    applied = run(["admin", "apply", "missing.yaml", "--table", "relaynet-nowhere"], tmp_path)
+    served = run(["serve", "--spec", "missing.yaml", "--port", "0"], tmp_path)
+    assert served.returncode == applied.returncode == 2
+    assert served.stderr == applied.stderr == "relaynet: cannot read missing.yaml: No such file or directory\n"
+    assert not (tmp_path / ".relaynet").exists()

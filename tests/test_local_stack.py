@@ -302,6 +302,7 @@ def test_serve_applies_spec_prints_config_and_stops_on_sigterm(tmp_path):
         fake = types.ModuleType("relaynet.admin")
         fake.apply_spec = lambda text: (__import__("json").loads({json.dumps(json.dumps(TOKENS))})
                                         if text == "network: demo\\n" else None)
+        fake.parse = lambda text, check_store=True: []  # serve validates the spec before the store starts
         sys.modules["relaynet.admin"] = fake
         from relaynet_local.server import serve
         serve(port=0, spec={str(spec)!r}, template={str(FIXTURE_TEMPLATE)!r}, sweep_interval=0,
@@ -336,6 +337,25 @@ def test_serve_applies_spec_prints_config_and_stops_on_sigterm(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_check_spec_judges_a_spec_as_the_running_stack_will_without_a_store(monkeypatch):
+    """serve validates its spec before the store starts (LocalStack.check_spec): push URLs as the
+    running stack judges them (http to a loopback host allowed, the real template having the
+    webhook notifier), the environment left as it was."""
+    from relaynet.errors import InvalidArgument
+
+    monkeypatch.delenv("RELAYNET_PUSH_ALLOW_LOOPBACK", raising=False)
+    spec = "network: demo\nagents:\n  - name: bob\n    push: {url: 'http://127.0.0.1:9/hook', token: " + "s" * 16 + "}\n"
+    stack = LocalStack(port=0, template=ROOT_TEMPLATE, state_dir=None)
+    stack.check_spec(spec)
+    assert "RELAYNET_PUSH_ALLOW_LOOPBACK" not in os.environ and stack.dynamodb_endpoint is None
+    with pytest.raises(InvalidArgument) as refused:
+        stack.check_spec(spec.replace("http://127.0.0.1:9", "ftp://127.0.0.1:9"))
+    assert refused.value.details["fields"][0]["field"] == "demo.agents[0].push.url"
+    monkeypatch.setenv("RELAYNET_PUSH_ALLOW_LOOPBACK", "false")  # set by the operator: it wins, as in the stack
+    with pytest.raises(InvalidArgument):
+        stack.check_spec(spec)
 
 
 def test_a_table_kept_from_an_older_template_gains_the_indexes_it_lacks(stack):

@@ -497,6 +497,28 @@ class LocalStack:
                     log.exception("scheduled function %s failed", schedule.function.logical_id)
         return failures
 
+    def check_spec(self, text: str) -> None:
+        """Validate a network spec as :meth:`apply_spec` will, without the store (call it before
+        :meth:`start`): raises InvalidArgument naming each bad field, as ``relaynet admin apply``
+        reports it (``relaynet.admin.parse``). Push URLs are judged as the running stack judges
+        them (``http`` to a loopback host allowed unless ``RELAYNET_PUSH_ALLOW_LOOPBACK`` is set,
+        :class:`relaynet_local.streams.StreamRunner`); a representative's grant on a network the
+        file does not declare needs the table, so only :meth:`apply_spec` checks it."""
+        from relaynet.admin import parse
+        from relaynet_local.streams import stream_sources
+
+        loopback = "RELAYNET_PUSH_ALLOW_LOOPBACK"
+        set_here = bool(stream_sources(self.template)) and loopback not in os.environ  # as StreamRunner does
+        if set_here:
+            os.environ[loopback] = "true"
+        _reset_shared_caches()
+        try:
+            parse(text, check_store=False)
+        finally:
+            if set_here:
+                os.environ.pop(loopback, None)
+            _reset_shared_caches()
+
     def apply_spec(self, text: str) -> dict[str, Any]:
         """Apply a network spec (PROTOCOL.md 9) to this stack's table; returns the tokens
         document (``relaynet.admin.apply_spec``)."""
@@ -760,8 +782,10 @@ def serve(host: str = "127.0.0.1", port: int = 8787, spec: str | os.PathLike[str
     ``.relaynet/tokens.json``, mode 0600, :func:`merge_tokens`), so tokens already there are kept.
     With ``print_mcp_config``, prints an MCP client configuration per instance of the tokens file.
     Finally prints ``Relaynet hub listening on <url>`` to stdout: once it appears, the tokens
-    file is written. Raises ``OSError`` when the port is taken, StoreSetupError when the store
-    cannot start, and whatever applying the spec raises.
+    file is written. The spec is read and validated before anything starts: an invalid one raises
+    InvalidArgument (:meth:`LocalStack.check_spec`) and no store is started. Raises ``OSError``
+    when the spec cannot be read or the port is taken, StoreSetupError when the store cannot
+    start, and whatever applying the spec raises.
 
     stdout carries only those lines: while serving, ``sys.stdout`` points at stderr, so what
     handlers print (the Powertools Logger writes to stdout, as Lambda expects) goes to stderr.
@@ -773,13 +797,17 @@ def serve(host: str = "127.0.0.1", port: int = 8787, spec: str | os.PathLike[str
         stack = LocalStack(host, port, template=template, sweep_interval=sweep_interval,
                            dynamodb_endpoint=dynamodb_endpoint, store=store, data_dir=data_dir,
                            table=table, preload=True)
-        _serve(out, stack, spec, Path(tokens_out or Path(".relaynet") / "tokens.json"), print_mcp_config)
+        spec_text = Path(spec).read_text(encoding="utf-8") if spec is not None else None
+        if spec_text is not None:
+            stack.check_spec(spec_text)  # an invalid spec stops here, before the store starts
+        _serve(out, stack, spec, spec_text, Path(tokens_out or Path(".relaynet") / "tokens.json"),
+               print_mcp_config)
     finally:
         sys.stdout = out
 
 
-def _serve(out: Any, stack: LocalStack, spec: str | os.PathLike[str] | None, tokens_path: Path,
-           print_mcp_config: bool) -> None:
+def _serve(out: Any, stack: LocalStack, spec: str | os.PathLike[str] | None, spec_text: str | None,
+           tokens_path: Path, print_mcp_config: bool) -> None:
     stop = threading.Event()
     previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
@@ -787,9 +815,9 @@ def _serve(out: Any, stack: LocalStack, spec: str | os.PathLike[str] | None, tok
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
     try:
         stack.start()
-        tokens = _read_tokens(tokens_path) if (spec is not None or print_mcp_config) else {}
-        if spec is not None:
-            created = stack.apply_spec(Path(spec).read_text(encoding="utf-8"))
+        tokens = _read_tokens(tokens_path) if (spec_text is not None or print_mcp_config) else {}
+        if spec_text is not None:
+            created = stack.apply_spec(spec_text)
             merged = merge_tokens(tokens, created)
             if merged != tokens:
                 write_tokens(merged, tokens_path)

@@ -11,10 +11,19 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from relaynet.errors import RelaynetError
 
 
-def _point_at_table(args: argparse.Namespace) -> None:
-    """Configure boto3 for ``--table/--endpoint-url`` or ``--local`` (the running local stack)."""
+def _point_at_table(args: argparse.Namespace) -> Any:
+    """Configure boto3 for ``--table/--endpoint-url`` or ``--local`` (the running local stack).
+
+    With ``--local`` on DynamoDB Local, returns the local stack's transaction barrier, installed
+    (:class:`relaynet_local.dynamodb_local.TransactionBarrier`): the caller settles it before it
+    prints what it wrote, as the stack does before it answers. Otherwise returns None.
+    """
     if args.local:
         state = Path(".relaynet/local.json")
         if not state.exists():
@@ -25,46 +34,73 @@ def _point_at_table(args: argparse.Namespace) -> None:
         for var, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
                            ("AWS_DEFAULT_REGION", "us-east-1")):
             os.environ.setdefault(var, value)
+        if info.get("store", "dynamodb-local") == "dynamodb-local":  # what LocalStack.start installs it for
+            from relaynet_local.dynamodb_local import TransactionBarrier
+
+            return TransactionBarrier(info["dynamodbEndpoint"], info["table"]).install()
     else:
         if not args.table:
             sys.exit("relaynet: give --table NAME (with AWS credentials) or --local")
         os.environ["RELAYNET_TABLE"] = args.table
         if args.endpoint_url:
             os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = args.endpoint_url
+    return None
+
+
+def _report(exc: "RelaynetError") -> int:
+    """Print a refused command's error, a RelaynetError, as ``relaynet admin`` and ``relaynet
+    serve`` both do: its JSON envelope on stderr (``code``, ``message`` and, for an invalid spec,
+    ``details.fields``: each field and its message). Returns the exit status, 2."""
+    print(json.dumps(exc.envelope(), indent=2), file=sys.stderr)
+    return 2
+
+
+def _read_spec(path: str) -> str | None:
+    """The text of the spec file ``path``; None, once stderr says why, when it cannot be read."""
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        print(f"relaynet: cannot read {path}: {exc.strerror}", file=sys.stderr)
+        return None
 
 
 def _admin(args: argparse.Namespace) -> int:
     from relaynet import admin
     from relaynet.errors import RelaynetError
 
-    _point_at_table(args)
+    barrier = _point_at_table(args)
     try:
         if args.admin_cmd == "apply":
-            try:
-                text = Path(args.file).read_text()
-            except OSError as exc:
-                print(f"relaynet: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+            text = _read_spec(args.file)
+            if text is None:
                 return 2
             result = admin.apply_spec(text)
         else:
             result = admin.launch(args.network, args.agent)
     except RelaynetError as exc:
-        print(json.dumps(exc.envelope(), indent=2), file=sys.stderr)
-        return 2
+        return _report(exc)
+    finally:
+        if barrier is not None:  # on DynamoDB Local: nothing is reported before it is on disk
+            barrier.settle()
     print(json.dumps(result, indent=2))
     return 0
 
 
 def _serve(args: argparse.Namespace) -> int:
     from relaynet.config import SettingsError
+    from relaynet.errors import RelaynetError
     from relaynet_local.store_setup import StoreSetupError
     from relaynet_local.server import serve
 
+    if args.spec is not None and _read_spec(args.spec) is None:
+        return 2
     try:
         serve(host=args.host, port=args.port, spec=args.spec, tokens_out=args.tokens_out,
               sweep_interval=args.sweep_interval, dynamodb_endpoint=args.dynamodb_endpoint,
               template=args.template, print_mcp_config=args.print_mcp_config, store=args.store,
               data_dir=args.data_dir)
+    except RelaynetError as exc:  # an invalid spec: refused before the store starts (server.serve)
+        return _report(exc)
     except StoreSetupError as exc:
         print(f"relaynet: the store cannot start: {exc}", file=sys.stderr)
         return 2

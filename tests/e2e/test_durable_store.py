@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import httpx
 import pytest
 
 from relaynet.client import ApiError, RelaynetClient
-from tests.e2e.conftest import free_port, start_hub, stop_hub
+from tests.e2e.conftest import RELAYNET, free_port, start_hub, stop_hub
 
 pytestmark = pytest.mark.e2e
 
@@ -137,6 +138,99 @@ def test_kill_9_of_the_store_right_after_an_answer_loses_nothing(tmp_path):
                 time.sleep(0.2)
         assert sorted(got or []) == sorted(acknowledged)
         assert "restarting it on" in (tmp_path / "serve.log").read_text()
+    finally:
+        stop_hub(hub)
+
+
+#: A network and a representative `relaynet admin --local apply` adds to the running hub's store.
+ADMIN_SPEC = """network: extra
+agents:
+  - {name: worker, instances: 2}
+representatives:
+  - {name: auditor, grants: {extra: observe, demo: observe}}
+"""
+
+
+#: How many `admin --local launch` runs, each followed by a kill -9 of the store.
+LAUNCHES = 5
+
+
+def _admin_local_then_kill_9_the_store(hub, *args: str) -> dict:
+    """`relaynet admin ARGS --local` in the hub's working directory, as an operator runs it; the
+    moment its JSON result is printed (stdout unbuffered, read as it comes), ``kill -9`` of the
+    hub's DynamoDB Local; then wait until the supervisor has restarted the store. Returns the
+    printed result. (DynamoDB Local keeps an acknowledged transaction in memory only for a few
+    milliseconds, so the kill must follow the print at once to catch a write not yet on disk.)"""
+    store_pid = _local_state(hub)["storePid"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
+    env.pop("RELAYNET_TABLE", None)
+    proc = subprocess.Popen([RELAYNET, "admin", *args, "--local"], cwd=hub.cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    printed, result = b"", None
+    try:
+        while result is None:
+            chunk = os.read(proc.stdout.fileno(), 1 << 16)
+            if not chunk:
+                break
+            printed += chunk
+            try:
+                result = json.loads(printed)
+            except ValueError:
+                continue
+        os.kill(store_pid, signal.SIGKILL)  # at once: the tokens have just been printed
+        assert proc.wait(60) == 0, proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert result is not None, printed
+    assert _wait_gone(store_pid)
+    deadline = time.monotonic() + 60
+    while _local_state(hub)["storePid"] in (None, store_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _local_state(hub)["storePid"] not in (None, store_pid), (hub.cwd / "serve.log").read_text()[-3000:]
+    return result
+
+
+def _call(hub, token: str, tool: str) -> dict:
+    """``tool`` with ``token`` on the hub, retried while the restarted store is not yet back (a
+    caller retries a 5xx); any other error (401: the token was lost) is raised."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with RelaynetClient(hub.url, token) as client:
+                return client.call(tool, {})
+        except ApiError as exc:
+            if exc.status not in (0, 500, 502, 503) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def test_kill_9_of_the_store_right_after_admin_local_prints_loses_no_token(tmp_path):
+    """`relaynet admin --local apply` and `admin --local launch` print their tokens only once the
+    hub's DynamoDB Local has them on disk (the local stack's transaction barrier): a `kill -9` of
+    the store the moment they are printed loses none of them (issue 24, defect 5)."""
+    hub = start_hub(tmp_path)
+    try:
+        (tmp_path / "extra.yaml").write_text(ADMIN_SPEC)
+        applied = _admin_local_then_kill_9_the_store(hub, "apply", "extra.yaml")
+        launched = [_admin_local_then_kill_9_the_store(hub, "launch", "demo", "coder") for _ in range(LAUNCHES)]
+        workers = applied["networks"]["extra"]["instances"]["worker"]
+        assert len(workers) == 2 and set(applied["representatives"]) == {"auditor"}
+        lost = []
+        for instance in workers + launched:
+            try:
+                assert _call(hub, instance["token"], "network_whoami")["instance"]["id"] == instance["instanceId"]
+            except ApiError as exc:
+                lost.append((instance["instanceId"], exc.status, exc.code))
+        try:
+            _call(hub, applied["representatives"]["auditor"], "control_whoami")
+        except ApiError as exc:
+            lost.append(("auditor", exc.status, exc.code))
+        assert lost == [], f"printed tokens lost by a kill -9 of the store: {lost}"
     finally:
         stop_hub(hub)
 
