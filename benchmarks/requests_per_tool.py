@@ -443,6 +443,8 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
     yield Step("network_task_update (working)", "network_task_update", True, lambda: task_update("working"))
     yield Step("network_claim", "network_claim", True, claim)
     yield Step("network_claim (renew)", "network_claim", False, claim)
+    yield Step("claims_check (10 paths, one held by another)", "claims_check", True, lambda: ok(
+        "claims_check", {"paths": ["src/api/routes.py", *(f"docs/page_{i}.md" for i in range(9))]}, "planner0"))
     yield Step("network_publish_artifact", "network_publish_artifact", True, lambda: ok(
         "network_publish_artifact", {"uri": "https://github.com/acme/api/pull/42", "type": "pull_request",
                                      "label": "PR 42", "taskId": state["task"]["taskId"]},

@@ -272,3 +272,14 @@ def test_pages_follows_next_cursor_until_null():
     assert got == ["task_2", "task_1", "task_0"]
     assert rec.body(0) == {"action": "list", "limit": 2}
     assert rec.body(1) == {"action": "list", "limit": 2, "cursor": "c1"}
+
+
+def test_check_claims_posts_the_paths_and_the_resource_namespace():
+    answer = {"results": [{"path": "src/a.py", "conflicts": []}], "conflicting": 0}
+    rec = Recorder(httpx.Response(200, json=answer), httpx.Response(200, json=answer))
+    with client(rec) as hub:
+        assert hub.check_claims(["src/a.py"]) == answer
+        hub.check_claims(("src/a.py",), resource_id="github.com/acme/api")
+    assert [(r.method, str(r.url)) for r in rec.requests] == [("POST", URL + "/v1/claims/check")] * 2
+    assert rec.body(0) == {"paths": ["src/a.py"]}
+    assert rec.body(1) == {"paths": ["src/a.py"], "resourceId": "github.com/acme/api"}

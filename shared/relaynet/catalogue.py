@@ -364,6 +364,12 @@ ENDPOINTS: dict[str, Endpoint] = {e.name: e for e in (
              "a hook to call before every prompt.",
              response="InboxSummaryResult", call="relaynet.mailbox.summary", args=("caller",),
              actions=("Query", "UpdateItem")),
+    Endpoint("claims_check", "worker", "ClaimsCheckRequest", method="POST", path="/v1/claims/check",
+             description="Which of these paths (relative to the repository's top level; at most 1,000) are "
+             "covered by another instance's live path claim: holder, scope, expiresAt and taskId per "
+             "path. Writes nothing; your own claims never conflict. For commit guards and edit hooks.",
+             response="ClaimsCheckResult", call="relaynet.claims.check",
+             actions=("Query", "UpdateItem")),  # UpdateItem: the caller's presence (PROTOCOL.md 3), no claim
     Endpoint("push_config_set", "worker", "PushConfigRequest", method="PUT", path="/v1/push",
              description="Set this instance's push endpoint (A2A's push-notification config: url, token, "
              "authentication): the hub POSTs a signed event there when mail, a task offer or a "

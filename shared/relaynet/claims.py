@@ -68,7 +68,7 @@ from typing import Any, Callable, Iterable
 from relaynet import clock, events, globs, ids, observability
 from relaynet.errors import ClaimConflict, Conflict, InvalidArgument, NotFound, PermissionDenied
 from relaynet.identity import Principal
-from relaynet.models.worker import ClaimRequest, ReleaseRequest
+from relaynet.models.worker import ClaimRequest, ClaimsCheckRequest, ReleaseRequest
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import claims as store
 from relaynet.store import tasks as task_store
@@ -252,6 +252,46 @@ def claim(principal: Principal, req: ClaimRequest) -> dict[str, Any]:
             continue
         return _result(item)
     raise Conflict("in_progress", "too many concurrent claims in this network; retry", headers={"Retry-After": "1"})
+
+
+def _bad_path(path: str) -> str | None:
+    """Why ``path`` cannot be checked, or None (docs/protocol.md 10.4)."""
+    if not path.strip():
+        return "empty"
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path):
+        return f"{path!r} holds a control character"
+    if path.strip().startswith("/"):
+        return f"{path!r} is absolute: give it relative to the repository's top level"
+    if ".." in path.strip().split("/"):
+        return f"{path!r} has a '..' segment"
+    return None
+
+
+def check(principal: Principal, req: ClaimsCheckRequest) -> dict[str, Any]:
+    """``POST /v1/claims/check`` (docs/protocol.md 10.4; issue 25): for each path, in the order
+    given, the live ``path`` claims of *other* instances whose glob matches it (PROTOCOL.md 8, the
+    path taken literally), in the namespace of ``resourceId`` (absent is its own, as in 4.9).
+    Returns ``{results: [{path, conflicts: [{claimId, scope, holder, expiresAt, taskId}]}],
+    conflicting}``; writes nothing (one strongly consistent Query of the claims partition).
+
+    Raises InvalidArgument naming every bad path (``paths.<i>``: empty, absolute, ``..``, a
+    control character) or a bad ``resourceId``.
+    """
+    fields = [{"field": f"paths.{i}", "message": why} for i, p in enumerate(req.paths)
+              if (why := _bad_path(p)) is not None]
+    if fields:
+        raise InvalidArgument("; ".join(f"{f['field']}: {f['message']}" for f in fields), fields)
+    resource_id = normalise_resource(req.resourceId, "resourceId") if req.resourceId else None
+    me = principal.instance_id
+    theirs = [(c, globs.compile_scope(c["scope"])) for c in _read(principal.network_id, clock.now_ms()).active
+              if c["scopeType"] == "path" and c.get("resourceId") == resource_id
+              and c["holder"].get("instanceId") != me]
+    results = []
+    for path in req.paths:
+        conflicts = [{key: v for key, v in view(c).items() if key in ("claimId", "scope", "holder", "expiresAt", "taskId")}
+                     for c, pattern in theirs if globs.matches(pattern, path)]
+        results.append({"path": path.strip(), "conflicts": conflicts})
+    return {"results": results, "conflicting": sum(1 for r in results if r["conflicts"])}
 
 
 def _result(item: dict[str, Any]) -> dict[str, Any]:

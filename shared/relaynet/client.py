@@ -425,6 +425,15 @@ class RelaynetClient(_WorkerTools[dict[str, Any]]):
         delivering nothing (docs/protocol.md 10.1)."""
         return self.request(*ENDPOINT_ROUTES["inbox_summary"])
 
+    def check_claims(self, paths: list[str], resource_id: str | None = None) -> dict[str, Any]:
+        """``POST /v1/claims/check``: ``{results: [{path, conflicts}], conflicting}``, each path's
+        live claims held by other instances (docs/protocol.md 10.4); writes nothing. At most 1,000
+        paths relative to the repository's top level; raises :class:`ApiError` (400 naming a bad path)."""
+        body: dict[str, Any] = {"paths": list(paths)}
+        if resource_id is not None:
+            body["resourceId"] = resource_id
+        return self.request(*ENDPOINT_ROUTES["claims_check"], body)
+
     def set_push(self, url: str, token: str, authentication: dict[str, Any] | None = None) -> dict[str, Any]:
         """``PUT /v1/push``: this instance's push endpoint (docs/protocol.md 10.3). ``token`` is
         the signing secret (:func:`relaynet.webhooks.verify` checks events with it);

@@ -94,6 +94,15 @@ class ClaimRequest(Request):
     ttlSeconds: Annotated[int, Field(ge=1, le=86400)] = 3600
 
 
+class ClaimsCheckRequest(Request):
+    """``POST /v1/claims/check`` (docs/protocol.md 10.4): which of ``paths`` other instances' live
+    path claims cover. Each path is relative to the claims' root (a repository's top level),
+    without ``..``, control characters or a leading ``/`` (relaynet.claims.check: 400 naming it)."""
+
+    paths: Annotated[list[Annotated[str, Field(max_length=1024)]], Field(min_length=1, max_length=1000)]
+    resourceId: Optional[ResourceKey] = None
+
+
 class ReleaseRequest(Request):
     """network_release (PROTOCOL.md 4.10)."""
 

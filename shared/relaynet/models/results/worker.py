@@ -164,6 +164,30 @@ class NetworkRegisterCapabilitiesResult(Result):
     count: int
 
 
+class PathConflict(Entity):
+    """Another instance's live claim covering a checked path."""
+
+    claimId: str
+    scope: str
+    holder: Address
+    expiresAt: str
+    taskId: str | None
+
+
+class PathCheck(Entity):
+    """One checked path and the claims of other instances that cover it (none: free to change)."""
+
+    path: str
+    conflicts: list[PathConflict]
+
+
+class ClaimsCheckResult(Result):
+    """claims_check: each path in the order given, and how many of them conflict."""
+
+    results: list[PathCheck]
+    conflicting: int
+
+
 class InboxSummaryResult(Result):
     """inbox_summary: undelivered messages by kind, and the oldest one's createdAt."""
 
