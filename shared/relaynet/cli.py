@@ -1,5 +1,6 @@
 """The ``relaynet`` command (PROTOCOL.md 9): ``admin apply|launch``, ``serve``, ``store setup``,
-``mcp worker|plugin|control``, ``graph``, ``hook`` (a Claude Code hook, relaynet.hook).
+``mcp worker|plugin|control``, ``graph``, ``hook`` (a Claude Code hook, relaynet.hook), ``guard``
+(claims at the commit, relaynet.guard).
 
 Results go to stdout as JSON; logs go to stderr.
 """
@@ -158,6 +159,12 @@ def _graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _guard(args: argparse.Namespace) -> int:
+    from relaynet import guard
+
+    return guard.main(args.guard_args)
+
+
 def _hook(args: argparse.Namespace) -> int:
     from relaynet import hook
 
@@ -221,6 +228,10 @@ def parser() -> argparse.ArgumentParser:
     hook = sub.add_parser("hook", help="a Claude Code hook (UserPromptSubmit, PostToolUse, Stop): says when "
                                        "Relaynet mail waits (RELAYNET_URL, RELAYNET_TOKEN; event JSON on stdin)")
     hook.set_defaults(func=_hook)
+    guard = sub.add_parser("guard", help="claims at the commit: install [--pre-push] a git hook, or check PATH... "
+                           "(exit 1 when another instance's live claim covers one; relaynet.guard)")
+    guard.add_argument("guard_args", nargs=argparse.REMAINDER, metavar="install [--pre-push] | staged | pushed | check PATH...")
+    guard.set_defaults(func=_guard)
 
     mcp = sub.add_parser("mcp", help="stdio MCP bridge to the HTTP API (RELAYNET_URL, RELAYNET_TOKEN)")
     mcp.add_argument("surface", choices=["worker", "plugin", "control"])
