@@ -285,11 +285,14 @@ def test_mcp_config_text():
     assert "Claude Code hooks" in blocks[3].split("\n", 1)[0]
     hooks = json.loads(blocks[3].split("\n", 1)[1])
     assert hooks["env"] == {"RELAYNET_URL": "http://127.0.0.1:9", "RELAYNET_TOKEN": "rn_inst_bbb"}
-    assert set(hooks["hooks"]) == {"UserPromptSubmit", "PostToolUse", "Stop"}
+    assert set(hooks["hooks"]) == {"UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd"}
+    assert hooks["hooks"]["PreToolUse"][0]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit"
     for entries in hooks["hooks"].values():
         (entry,) = entries
         (command,) = entry["hooks"]
-        assert command["type"] == "command" and command["command"] == server["command"] + " hook"
+        assert command["type"] == "command" and command["command"] in (server["command"] + " hook",
+                                                                        server["command"] + " hook --edits claim")
+    assert hooks["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith(" hook --edits claim")
 
 
 # --- the blocking entry point ------------------------------------------------------------------

@@ -168,7 +168,7 @@ def _guard(args: argparse.Namespace) -> int:
 def _hook(args: argparse.Namespace) -> int:
     from relaynet import hook
 
-    return hook.main()
+    return hook.main(args.edits)
 def _table_options(p: argparse.ArgumentParser, default: object) -> None:
     """``--table``, ``--endpoint-url`` and ``--local`` of ``relaynet admin`` (PROTOCOL.md 9);
     ``default`` None for the real defaults, ``argparse.SUPPRESS`` on the verbs."""
@@ -227,6 +227,9 @@ def parser() -> argparse.ArgumentParser:
 
     hook = sub.add_parser("hook", help="a Claude Code hook (UserPromptSubmit, PostToolUse, Stop): says when "
                                        "Relaynet mail waits (RELAYNET_URL, RELAYNET_TOKEN; event JSON on stdin)")
+    hook.add_argument("--edits", choices=["claim", "check"], default="claim",
+                      help="PreToolUse on Edit/Write/MultiEdit/NotebookEdit: take or renew a claim on the file (claim, "
+                           "the default) or only check it (check); another instance's claim denies the edit")
     hook.set_defaults(func=_hook)
     guard = sub.add_parser("guard", help="claims at the commit: install [--pre-push] a git hook, or check PATH... "
                            "(exit 1 when another instance's live claim covers one; relaynet.guard)")

@@ -2,7 +2,8 @@
 
 Claude Code runs a *command hook* at points of its loop, writes the event as JSON on the hook's
 stdin and reads the hook's stdout (Claude Code's hooks reference, code.claude.com/docs/en/hooks).
-This command serves three events, with the input fields it reads and the output it writes:
+This command serves these events, with the input fields it reads and the output it writes
+(``PreToolUse`` and ``SessionEnd``, claims at the edit, are relaynet.edit_hook's):
 
 - ``UserPromptSubmit`` (input: ``hook_event_name``, ``prompt``, ...) and ``PostToolUse``
   (``hook_event_name``, ``tool_name``, ``tool_input``, ``tool_response``, ...): when undelivered
@@ -97,11 +98,24 @@ def respond(event: Mapping[str, Any], summary: Mapping[str, Any] | None) -> dict
     return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": line}}
 
 
-def run(stdin: IO[str], stdout: IO[str], environ: Mapping[str, str]) -> int:
-    """The ``relaynet hook`` command: read the event, ask the hub once, answer. Always 0."""
+def run(stdin: IO[str], stdout: IO[str], environ: Mapping[str, str], edits: str = "claim") -> int:
+    """The ``relaynet hook`` command: read the event, ask the hub, answer. Always 0.
+    ``PreToolUse`` and ``SessionEnd`` are claims at the edit (relaynet.edit_hook, ``edits``
+    ``claim`` or ``check``); the other events ask for the inbox summary once."""
     try:
         event = json.loads(stdin.read() or "null")
     except (ValueError, OSError):
+        return 0
+    if isinstance(event, dict) and event.get("hook_event_name") in ("PreToolUse", "SessionEnd"):
+        from relaynet import edit_hook
+
+        if event["hook_event_name"] == "SessionEnd":
+            edit_hook.session_end(event, environ)
+            return 0
+        answer = edit_hook.pre_tool_use(event, environ, edits)
+        if answer is not None:
+            stdout.write(json.dumps(answer) + "\n")
+            stdout.flush()
         return 0
     if not isinstance(event, dict) or event.get("hook_event_name") not in EVENTS:
         return 0
@@ -122,20 +136,26 @@ def run(stdin: IO[str], stdout: IO[str], environ: Mapping[str, str]) -> int:
 
 
 def settings_block(command: str, url: str, token: str) -> dict[str, Any]:
-    """The ``.claude/settings.json`` content that runs ``<command> hook`` on the three events,
+    """The ``.claude/settings.json`` content that runs ``<command> hook`` on its events (the edits
+    in ``claim`` mode: relaynet.edit_hook),
     with ``RELAYNET_URL``/``RELAYNET_TOKEN`` in the settings' ``env`` (Claude Code sets them for
     the session's hooks and tools)."""
+    from relaynet.edit_hook import MATCHER
+
     hook = {"type": "command", "command": f"{command} hook", "timeout": 5}
+    edits = {"type": "command", "command": f"{command} hook --edits claim", "timeout": 5}
     return {
         "env": {"RELAYNET_URL": url, "RELAYNET_TOKEN": token},
         "hooks": {
             "UserPromptSubmit": [{"hooks": [dict(hook)]}],
+            "PreToolUse": [{"matcher": MATCHER, "hooks": [edits]}],
             "PostToolUse": [{"matcher": "*", "hooks": [dict(hook)]}],
             "Stop": [{"hooks": [dict(hook)]}],
+            "SessionEnd": [{"hooks": [dict(hook)]}],
         },
     }
 
 
-def main() -> int:
-    """Entry point used by ``relaynet hook``."""
-    return run(sys.stdin, sys.stdout, os.environ)
+def main(edits: str = "claim") -> int:
+    """Entry point used by ``relaynet hook [--edits claim|check]``."""
+    return run(sys.stdin, sys.stdout, os.environ, edits)

@@ -102,3 +102,103 @@ def test_the_hook_is_silent_when_it_cannot_say_anything(hub):
     assert silent(run_hook(hub, "planner:0", "not json"))                     # not an event
     assert silent(run_hook(hub, "planner:0", event("PreToolUse", tool_name="Bash")))  # an event it does not serve
     assert json.loads(run_hook(hub, "planner:0", PROMPT).stdout)  # and with all that right, it speaks
+
+
+# --------------------------------------------------------------------------- claims at the edit (issue 25)
+
+@pytest.fixture
+def repo(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "src").mkdir()
+    return tmp_path
+
+
+def edit(repo, file: str, tool_name: str = "Edit", session: str = "s-1") -> dict:
+    key = "notebook_path" if tool_name == "NotebookEdit" else "file_path"
+    return {**event("PreToolUse", tool_name=tool_name, tool_input={key: str(repo / file), "old_string": "a",
+                                                                   "new_string": "b"}, tool_use_id="toolu_02"),
+            "cwd": str(repo), "session_id": session}
+
+
+def run_edit_hook(hub, who: str, payload: dict, *flags: str, url: str | None = None, **env) -> subprocess.CompletedProcess:
+    agent, _, n = who.partition(":")
+    full = {"PATH": "/usr/bin:/bin", "RELAYNET_URL": url or hub.url, "RELAYNET_TOKEN": hub.token(agent, int(n)), **env}
+    return subprocess.run([RELAYNET, "hook", *flags], input=json.dumps(payload), capture_output=True, text=True,
+                          env=full, timeout=20)
+
+
+def holders(hub, path: str, who: str = "planner") -> list[dict]:
+    r = httpx.post(f"{hub.url}/v1/claims/check", json={"paths": [path]}, headers={"Authorization": f"Bearer {hub.token(who)}"})
+    assert r.status_code == 200, r.text
+    return r.json()["results"][0]["conflicts"]
+
+
+def test_an_edit_takes_the_file_and_an_edit_of_a_held_file_is_denied_naming_the_holder(hub, repo):
+    for tool_name in ("Edit", "Write", "MultiEdit", "NotebookEdit"):
+        first = run_edit_hook(hub, "coder:0", edit(repo, f"src/{tool_name}.py", tool_name, session="edit-1"))
+        assert silent(first), first  # the edit goes on through Claude Code's own permission flow
+    (held,) = holders(hub, "src/Edit.py")
+    assert held["holder"]["instanceId"] == hub.instance("coder", 0) and held["scope"] == "src/Edit.py"
+    again = run_edit_hook(hub, "coder:0", edit(repo, "src/Edit.py", session="edit-1"))
+    (renewed,) = holders(hub, "src/Edit.py")
+    assert silent(again) and renewed["claimId"] == held["claimId"]  # renewed, not a second
+    assert renewed["expiresAt"] >= held["expiresAt"]
+    denied = run_edit_hook(hub, "coder:1", edit(repo, "src/Edit.py", "Write", session="edit-2"))
+    out = json.loads(denied.stdout)["hookSpecificOutput"]
+    assert denied.returncode == 0 and out["hookEventName"] == "PreToolUse" and out["permissionDecision"] == "deny"
+    reason = out["permissionDecisionReason"]
+    assert f"coder (instance {hub.instance('coder', 0)})" in reason and "'src/Edit.py'" in reason
+    assert renewed["expiresAt"] in reason and "network_ask" in reason
+    assert silent(run_edit_hook(hub, "coder:1", edit(repo, "src/free.py", session="edit-2")))
+    assert silent(run_edit_hook(hub, "coder:1", {**edit(repo, "src/Edit.py"), "tool_name": "Bash"}))  # not an edit
+
+
+def test_check_mode_only_checks(hub, repo):
+    assert silent(run_edit_hook(hub, "coder:0", edit(repo, "src/checked.py", session="chk-0")))
+    denied = run_edit_hook(hub, "coder:1", edit(repo, "src/checked.py", session="chk-1"), "--edits", "check")
+    assert json.loads(denied.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert silent(run_edit_hook(hub, "coder:1", edit(repo, "src/unclaimed.py", session="chk-1"), "--edits", "check"))
+    assert holders(hub, "src/unclaimed.py") == []
+
+
+def test_an_edit_claim_rides_on_the_one_task_in_progress_and_outlives_the_session_with_it(hub, repo):
+    planner, coder0 = hub.token("planner"), hub.token("coder", 0)
+    task = tool(hub, "network_delegate", {"objective": "edit things", "toInstance": hub.instance("coder", 0)}, planner)
+    tool(hub, "network_task_update", {"taskId": task["taskId"], "status": "accepted"}, coder0)
+    assert silent(run_edit_hook(hub, "coder:0", edit(repo, "src/tasked.py", session="task-0")))
+    tool(hub, "network_task_update", {"taskId": task["taskId"], "status": "working"}, coder0)
+    assert silent(run_edit_hook(hub, "coder:0", edit(repo, "src/loose.py", session="task-0"), RELAYNET_CLAIM_ROOT=str(repo)))
+    (held,) = holders(hub, "src/tasked.py")
+    assert held["taskId"] == task["taskId"]
+    reason = json.loads(run_edit_hook(hub, "coder:1", edit(repo, "src/tasked.py", session="task-1")).stdout)
+    assert f"for task {task['taskId']}" in reason["hookSpecificOutput"]["permissionDecisionReason"]
+    # the session ends: both claims were taken while the task was in progress, so both are kept
+    end = {**event("SessionEnd", reason="exit"), "session_id": "task-0"}
+    assert silent(run_edit_hook(hub, "coder:0", end))
+    assert len(holders(hub, "src/tasked.py")) == 1 and len(holders(hub, "src/loose.py")) == 1
+    tool(hub, "network_task_update", {"taskId": task["taskId"], "status": "completed", "reason": "done"}, coder0)
+    assert holders(hub, "src/tasked.py") == []  # a terminal task releases its claims (PROTOCOL.md 4.8)
+
+
+def test_session_end_releases_the_claims_the_hook_took(hub, repo):
+    assert silent(run_edit_hook(hub, "reviewer:0", edit(repo, "src/review.py", session="end-1")))
+    assert len(holders(hub, "src/review.py")) == 1
+    assert silent(run_edit_hook(hub, "reviewer:0", {**event("SessionEnd", reason="exit"), "session_id": "end-1"}))
+    assert holders(hub, "src/review.py") == []
+
+
+def test_a_hub_that_cannot_be_asked_allows_with_a_warning_and_strict_denies(hub, repo):
+    down = "http://127.0.0.1:9"
+    allowed = run_edit_hook(hub, "coder:1", edit(repo, "src/x.py", session="down"), url=down)
+    assert allowed.returncode == 0 and "not checked" in json.loads(allowed.stdout)["systemMessage"]
+    strict = run_edit_hook(hub, "coder:1", edit(repo, "src/x.py", session="down"), url=down, RELAYNET_GUARD="strict")
+    assert json.loads(strict.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert silent(run_edit_hook(hub, "coder:1", edit(repo, "src/x.py", session="down"), url=down, RELAYNET_GUARD="off"))
+
+
+def test_a_file_outside_the_root_is_not_checked_and_says_so_once(hub, repo, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("elsewhere")
+    payload = {**edit(repo, "src/a.py", session="outside"), "tool_input": {"file_path": str(outside / "notes.txt")}}
+    first = run_edit_hook(hub, "coder:1", payload)
+    assert "outside the claims' root" in json.loads(first.stdout)["systemMessage"]
+    assert silent(run_edit_hook(hub, "coder:1", payload))
