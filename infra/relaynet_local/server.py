@@ -504,19 +504,23 @@ class LocalStack:
         them (``http`` to a loopback host allowed unless ``RELAYNET_PUSH_ALLOW_LOOPBACK`` is set,
         :class:`relaynet_local.streams.StreamRunner`); a representative's grant on a network the
         file does not declare needs the table, so only :meth:`apply_spec` checks it."""
-        from relaynet.admin import parse
         from relaynet_local.streams import stream_sources
 
-        loopback = "RELAYNET_PUSH_ALLOW_LOOPBACK"
-        set_here = bool(stream_sources(self.template)) and loopback not in os.environ  # as StreamRunner does
-        if set_here:
-            os.environ[loopback] = "true"
+        # the handlers' environment (template.yaml's, e.g. POWERTOOLS_SERVICE_NAME) is in place
+        # while the library is first imported here, as it is when start() imports it
+        _, defaults = self._environment()
+        wanted = {name: value for name, value in defaults.items() if name not in os.environ}
+        if stream_sources(self.template) and "RELAYNET_PUSH_ALLOW_LOOPBACK" not in os.environ:  # as StreamRunner
+            wanted["RELAYNET_PUSH_ALLOW_LOOPBACK"] = "true"
+        os.environ.update(wanted)
         _reset_shared_caches()
         try:
+            from relaynet.admin import parse
+
             parse(text, check_store=False)
         finally:
-            if set_here:
-                os.environ.pop(loopback, None)
+            for name in wanted:
+                os.environ.pop(name, None)
             _reset_shared_caches()
 
     def apply_spec(self, text: str) -> dict[str, Any]:
