@@ -68,6 +68,13 @@ def start_hub(tmp: Path, *extra: str, env: dict[str, str] | None = None, spec: P
     raise RuntimeError(f"relaynet serve did not become healthy: {(tmp / 'serve.log').read_text()[-3000:]}")
 
 
+def tool(hub: Hub, name: str, body: dict, token: str) -> dict:
+    """``POST /v1/tools/<name>`` on ``hub`` with ``token``: the 200's JSON (anything else fails the test)."""
+    r = httpx.post(f"{hub.url}/v1/tools/{name}", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
 def stop_hub(hub: Hub) -> None:
     hub.proc.send_signal(signal.SIGINT)
     try:

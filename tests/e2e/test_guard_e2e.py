@@ -9,10 +9,9 @@ import os
 import subprocess
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.e2e.conftest import RELAYNET, start_hub, stop_hub
+from tests.e2e.conftest import RELAYNET, start_hub, stop_hub, tool
 
 
 @pytest.fixture(scope="module")
@@ -20,12 +19,6 @@ def hub(tmp_path_factory):
     h = start_hub(tmp_path_factory.mktemp("guard"))
     yield h
     stop_hub(h)
-
-
-def tool(hub, name: str, body: dict, token: str) -> dict:
-    r = httpx.post(f"{hub.url}/v1/tools/{name}", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=10)
-    assert r.status_code == 200, r.text
-    return r.json()
 
 
 def run(args, cwd: Path, env: dict | None = None, check: bool = False) -> subprocess.CompletedProcess:

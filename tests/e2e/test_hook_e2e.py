@@ -10,7 +10,7 @@ import subprocess
 import httpx
 import pytest
 
-from tests.e2e.conftest import RELAYNET, free_port, start_hub, stop_hub
+from tests.e2e.conftest import RELAYNET, free_port, start_hub, stop_hub, tool
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +39,6 @@ def run_hook(hub, who: str | None, payload, url: str | None = None) -> subproces
         env["RELAYNET_TOKEN"] = hub.token(agent, int(n)) if n else who
     raw = payload if isinstance(payload, str) else json.dumps(payload)
     return subprocess.run([RELAYNET, "hook"], input=raw, capture_output=True, text=True, env=env, timeout=20)
-
-
-def tool(hub, name: str, body: dict, token: str) -> dict:
-    r = httpx.post(f"{hub.url}/v1/tools/{name}", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=10)
-    assert r.status_code == 200, r.text
-    return r.json()
 
 
 def silent(proc: subprocess.CompletedProcess) -> bool:

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from relaynet import webhooks
-from tests.e2e.conftest import start_hub, stop_hub
+from tests.e2e.conftest import start_hub, stop_hub, tool
 
 SECRET = "s3cret-signing-token-for-coder0"
 FAILING_SECRET = "another-signing-token-reviewer"
@@ -74,12 +74,6 @@ def hub(tmp_path_factory):
     h = start_hub(tmp_path_factory.mktemp("webhooks"), "--sweep-interval", "0.2", env=BACKOFF)
     yield h
     stop_hub(h)
-
-
-def tool(hub, name: str, body: dict, token: str) -> dict:
-    r = httpx.post(f"{hub.url}/v1/tools/{name}", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=10)
-    assert r.status_code == 200, r.text
-    return r.json()
 
 
 def set_push(hub, token: str, url: str, secret: str) -> httpx.Response:
