@@ -167,6 +167,8 @@ BAD_SPECS = {
     "wrong-type": "network: demo\nagents:\n  - {name: bob, instances: many}\n",
     "unknown-member": "network: demo\nagents:\n  - {name: bob}\ngroups:\n  - {slug: reviewers, members: [alice]}\n",
     "not-yaml": "network: demo\nagents: [\n",
+    "bad-resource-keys": "network: demo\nagents:\n  - name: a\n    responsibilities: [{resource: nores, actions: [x]}]\n"
+                         "resources: [{key: not a key}]\n",
 }
 
 
@@ -191,7 +193,20 @@ def test_serve_refuses_an_invalid_spec_as_admin_apply_does_before_the_store_star
     if case == "wrong-type":
         (field,) = error["details"]["fields"]
         assert field["field"] == "documents[0].agents.0.instances" and "integer" in field["message"]
+    if case == "bad-resource-keys":  # checked by the parse, not first by the store's apply
+        assert [f["field"] for f in error["details"]["fields"]] == [
+            "documents[0].agents.0.responsibilities.0.resource", "documents[0].resources.0.key"]
+        assert error["details"]["fields"][0]["message"] == "'nores' is not a resource key such as github.com/org/repo"
     assert not (tmp_path / ".relaynet").exists()  # no data directory, no local.json: no store ran
+
+
+def test_serve_and_apply_say_when_the_spec_is_not_utf8_text(tmp_path):
+    (tmp_path / "bad.yaml").write_bytes(b"\xff\xfe\x00bad")
+    applied = run(["admin", "apply", "bad.yaml", "--table", "relaynet-nowhere"], tmp_path)
+    served = run(["serve", "--spec", "bad.yaml", "--port", "0"], tmp_path)
+    assert served.returncode == applied.returncode == 2
+    assert served.stderr == applied.stderr == "relaynet: cannot read bad.yaml: not UTF-8 text (byte 0)\n"
+    assert not (tmp_path / ".relaynet").exists()
 
 
 def test_serve_says_when_the_spec_cannot_be_read(tmp_path):

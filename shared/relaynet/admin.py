@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from relaynet import cache, clock, ids
 from relaynet.errors import InvalidArgument, NotFound
@@ -33,8 +33,21 @@ class CapabilitySpec(_Spec):
     description: str = ""
 
 
+def _resource_key(raw: str) -> str:
+    """A resource key that normalises (PROTOCOL.md 3), kept as written (apply normalises it);
+    else the normaliser's message, so parse names the field before anything is stored."""
+    try:
+        normalise_resource(raw)
+    except InvalidArgument as exc:
+        raise ValueError(exc.details["fields"][0]["message"]) from None
+    return raw
+
+
+ResourceKeySpec = Annotated[str, AfterValidator(_resource_key)]
+
+
 class ResponsibilitySpec(_Spec):
-    resource: Optional[str] = None
+    resource: Optional[ResourceKeySpec] = None
     actions: list[str] = []
     priority: int = 0
 
@@ -72,7 +85,7 @@ class GroupSpec(_Spec):
 
 
 class ResourceSpec(_Spec):
-    key: str
+    key: ResourceKeySpec
 
 
 class RepresentativeSpec(_Spec):
@@ -107,7 +120,7 @@ def parse(text: str, *, check_store: bool = True) -> list[NetworkSpec]:
         try:
             specs.append(NetworkSpec.model_validate(doc))
         except ValidationError as exc:
-            fields = [{"field": f"documents[{n}]." + ".".join(str(p) for p in e["loc"]), "message": e["msg"]}
+            fields = [{"field": f"documents[{n}]." + ".".join(str(p) for p in e["loc"]), "message": e["msg"].removeprefix("Value error, ")}
                       for e in exc.errors()]
             raise InvalidArgument(f"document {n} of the spec is invalid", fields) from None
     _check(specs, check_store)

@@ -59,9 +59,12 @@ def _report(exc: "RelaynetError") -> int:
 def _read_spec(path: str) -> str | None:
     """The text of the spec file ``path``; None, once stderr says why, when it cannot be read."""
     try:
-        return Path(path).read_text()
+        return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         print(f"relaynet: cannot read {path}: {exc.strerror}", file=sys.stderr)
+        return None
+    except UnicodeDecodeError as exc:
+        print(f"relaynet: cannot read {path}: not UTF-8 text (byte {exc.start})", file=sys.stderr)
         return None
 
 
