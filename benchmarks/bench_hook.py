@@ -32,6 +32,12 @@ PROMPT = {"session_id": "bench", "transcript_path": "/tmp/t.jsonl", "cwd": str(R
 STOP = {**PROMPT, "hook_event_name": "Stop", "stop_hook_active": False}
 
 
+def edit(repo: Path, file: str, session: str) -> dict:
+    """Claude Code's PreToolUse input for an Edit of ``repo/file`` (claims at the edit, issue 25)."""
+    return {**PROMPT, "hook_event_name": "PreToolUse", "cwd": str(repo), "session_id": session, "tool_name": "Edit",
+            "tool_input": {"file_path": str(repo / file), "old_string": "a", "new_string": "b"}}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -58,12 +64,13 @@ def start_hub(tmp: Path) -> tuple[subprocess.Popen, str, dict]:
     raise SystemExit(f"relaynet serve did not start: {(tmp / 'serve.log').read_text()[-2000:]}")
 
 
-def time_hook(url: str, token: str, payload: dict, runs: int) -> tuple[list[float], str]:
+def time_hook(url: str, token: str, payload: dict, runs: int, *args: str) -> tuple[list[float], str]:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "RELAYNET_URL": url, "RELAYNET_TOKEN": token}
     times, out = [], ""
     for _ in range(runs):
         started = time.perf_counter()
-        proc = subprocess.run([RELAYNET, "hook"], input=json.dumps(payload), capture_output=True, text=True, env=env)
+        proc = subprocess.run([RELAYNET, *(args or ("hook",))], input=json.dumps(payload), capture_output=True,
+                              text=True, env=env, cwd=payload.get("cwd"))
         times.append((time.perf_counter() - started) * 1000)
         out = proc.stdout.strip()
     return times, out
@@ -71,7 +78,12 @@ def time_hook(url: str, token: str, payload: dict, runs: int) -> tuple[list[floa
 
 def row(label: str, times: list[float], out: str) -> str:
     q = statistics.quantiles(times, n=10)[-1] if len(times) >= 2 else times[0]
-    answer = "silent" if not out else (json.loads(out).get("decision") or "additionalContext")
+    if not out:
+        answer = "silent"
+    else:
+        said = json.loads(out)
+        answer = said.get("decision") or (said.get("hookSpecificOutput") or {}).get("permissionDecision") \
+            or ("additionalContext" if "hookSpecificOutput" in said else "systemMessage")
     return f"| {label} | {statistics.median(times):.0f} | {q:.0f} | {max(times):.0f} | {answer} |"
 
 
@@ -88,12 +100,26 @@ def main() -> int:
             httpx.post(f"{url}/v1/tools/network_ask", json={"toAgent": "coder", "body": "ping"}, headers=auth).raise_for_status()
             httpx.post(f"{url}/v1/tools/network_delegate", json={"toInstance": coder["instanceId"], "objective": "x"},
                        headers=auth).raise_for_status()
+            repo = Path(tmp) / "repo"
+            subprocess.run(["git", "init", "-q", str(repo)], check=True)
+            other = inst["coder"][1]["token"]
+            httpx.post(f"{url}/v1/tools/network_claim", json={"scope": "src/held/**"},
+                       headers={"Authorization": f"Bearer {other}"}).raise_for_status()
             rows = [
                 row("UserPromptSubmit, 2 messages waiting", *time_hook(url, coder["token"], PROMPT, args.runs)),
                 row("Stop, a task offer waiting", *time_hook(url, coder["token"], STOP, args.runs)),
                 row("UserPromptSubmit, empty inbox", *time_hook(url, reviewer, PROMPT, args.runs)),
                 row("UserPromptSubmit, hub unreachable", *time_hook(f"http://127.0.0.1:{free_port()}", reviewer,
                                                                      PROMPT, args.runs)),
+                row("PreToolUse Edit, claim mode (takes, then renews)",
+                    *time_hook(url, reviewer, edit(repo, "src/free.py", "b1"), args.runs, "hook", "--edits", "claim")),
+                row("PreToolUse Edit of a held file, claim mode",
+                    *time_hook(url, reviewer, edit(repo, "src/held/x.py", "b2"), args.runs, "hook", "--edits", "claim")),
+                row("PreToolUse Edit, check mode",
+                    *time_hook(url, reviewer, edit(repo, "src/other.py", "b3"), args.runs, "hook", "--edits", "check")),
+                row("guard check, 200 paths",
+                    *time_hook(url, reviewer, {"cwd": str(repo)}, args.runs, "guard", "check",
+                               *(f"src/m{i}.py" for i in range(200)))),
             ]
             with httpx.Client(headers={"Authorization": f"Bearer {coder['token']}"}) as http:
                 http.get(f"{url}/v1/inbox/summary")
