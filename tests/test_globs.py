@@ -452,3 +452,21 @@ def test_arbitrary_text_is_either_a_glob_error_or_a_well_behaved_scope(text: str
     except GlobError:
         return
     assert overlaps(compiled, o) is overlaps(o, compiled)
+
+
+file_names = st.lists(st.text(alphabet="ab[]*?{},!-x.", min_size=1, max_size=6).filter(lambda s: s not in (".", "..")),
+                      min_size=1, max_size=3).map("/".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(file_names, file_names)
+def test_the_literal_scope_of_a_file_matches_that_file_and_only_it(path: str, other: str) -> None:
+    """``literal(path)`` (what ``relaynet hook`` claims for an edited file) matches ``path`` and
+    any other file only if it is the same file, glob characters in the names included."""
+    from relaynet.globs import literal
+
+    scope = literal(path)
+    assert matches(scope, path), (scope, path)
+    assert matches(scope, other) is (other == path), (scope, other)
+    assert overlaps(scope, literal(other)) is (other == path)
+    assert overlaps(scope, "**")

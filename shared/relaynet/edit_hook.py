@@ -5,10 +5,12 @@
 ``tool_input.file_path`` or ``tool_input.notebook_path``, ``cwd``, ``session_id``):
 
 - The file becomes a claim path: relative to ``$RELAYNET_CLAIM_ROOT`` when set, else to the git
-  top level of the event's ``cwd``. A file outside the root is not checked, and the session is
-  told so once (``systemMessage``).
+  top level of the repository holding the file (as its commit guard sees it). A file outside the
+  root, or whose name holds a control character, is not checked, and the session is told so once
+  (``systemMessage``).
 - ``claim`` mode (the default; ``relaynet hook --edits check`` for the other): ``network_claim``
-  of exactly that path for the instance (``ttlSeconds`` ``$RELAYNET_EDIT_CLAIM_SECONDS``, 900; on
+  of exactly that file (its glob characters literal: relaynet.globs.literal), in the
+  ``$RELAYNET_CLAIM_RESOURCE`` namespace when set, for the instance (``ttlSeconds`` ``$RELAYNET_EDIT_CLAIM_SECONDS``, 900; on
   the instance's task when it holds exactly one accepted, working or blocked task), which takes
   it or renews it, and the edit goes on through Claude Code's normal permission flow (the hook
   prints nothing). ``check`` mode asks ``POST /v1/claims/check`` only.
@@ -19,14 +21,17 @@
   ``$RELAYNET_HOOK_TIMEOUT_SECONDS``, 1.5, the token refused) the edit is allowed with one line of
   warning (``systemMessage``); ``$RELAYNET_GUARD=strict`` denies it instead, ``off`` skips it.
 
-``SessionEnd``: the claims this hook took in the session are released, except those on a task
-still in progress (accepted, working, blocked). The hook keeps the session's claims in a state
-file (``$TMPDIR/relaynet-hook/<token hash>-<session_id>.json``, mode 0600). Only the standard
-library is imported, so the hook starts fast.
+``SessionEnd``: each claim the hook took that no other session of the instance still uses is
+released, except one whose task (as last claimed, by any session) is still accepted, working or
+blocked. The hook keeps the instance's claims and the sessions using them in a state file
+(``$TMPDIR/relaynet-hook/<token hash>.json``, mode 0600, under an exclusive lock). Only the
+standard library and relaynet.globs are imported, so the hook starts fast.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -38,10 +43,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Mapping
 
+from relaynet.globs import literal
+
 EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 MATCHER = "|".join(EDIT_TOOLS)
 DEFAULT_TIMEOUT = 1.5
 DEFAULT_CLAIM_SECONDS = 900
+SESSION_END_SECONDS = 4.0  # within the printed block's hook timeout (5 s)
 HELD = ("accepted", "working", "blocked")
 
 
@@ -83,54 +91,63 @@ class _Hub:
         return self.post(f"/v1/tools/{name}", body)
 
 
-# --------------------------------------------------------------------------- the session's state
+# --------------------------------------------------------------------------- the instance's state
 
-def _state_path(token: str, session_id: str) -> Path:
+def _state_path(token: str) -> Path:
     key = hashlib.sha256(token.encode("utf-8")).hexdigest()[:16]
-    safe = "".join(ch for ch in session_id if ch.isalnum() or ch in "-_")[:128] or "session"
-    return Path(tempfile.gettempdir()) / "relaynet-hook" / f"{key}-{safe}.json"
+    return Path(tempfile.gettempdir()) / "relaynet-hook" / f"{key}.json"
 
 
-def load_state(token: str, session_id: str) -> dict[str, Any]:
-    """The session's state: ``{instanceId?, claims: {claimId: {scope, taskId}}, outsideWarned}``."""
-    try:
-        state = json.loads(_state_path(token, session_id).read_text())
-        return state if isinstance(state, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def save_state(token: str, session_id: str, state: dict[str, Any]) -> None:
-    """Write the session's state (mode 0600; best effort: a hook never fails on it)."""
-    path = _state_path(token, session_id)
+@contextlib.contextmanager
+def state(token: str):
+    """The instance's state, read and written back under an exclusive lock (hooks of several
+    sessions of one instance run at once): ``{instanceId?, claims: {claimId: {scope, taskId,
+    sessions: [...]}}, warned: [session ids told about a file outside the root]}``. Best effort:
+    a hook never fails on its state file."""
+    path = _state_path(token)
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as out:
-            json.dump(state, out)
-        os.replace(tmp, path)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
-        pass
+        yield {}
+        return
+    with os.fdopen(fd, "r+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            data = json.loads(f.read() or "{}")
+        except ValueError:
+            data = {}
+        data = data if isinstance(data, dict) else {}
+        yield data
+        f.seek(0)
+        f.truncate()
+        json.dump(data, f)
 
 
 # --------------------------------------------------------------------------- mapping a file to a claim path
 
 def claim_path(file_path: str, cwd: str, environ: Mapping[str, str]) -> tuple[str | None, Path | None]:
     """(the file as a claim path, the root) or (None, root) when the file is outside the root, or
-    (None, None) when there is no root (no ``RELAYNET_CLAIM_ROOT`` and ``cwd`` not in a git repository)."""
+    (None, None) when there is no root. The root is ``RELAYNET_CLAIM_ROOT`` when set, else the git
+    top level of the repository holding the file (found from its nearest existing directory,
+    so a nested repository and a session started elsewhere map the file as its own repository's
+    commit guard does)."""
+    full = Path(file_path) if os.path.isabs(file_path) else Path(cwd or ".") / file_path
+    full = full.resolve()
     if environ.get("RELAYNET_CLAIM_ROOT"):
         top = Path(environ["RELAYNET_CLAIM_ROOT"]).resolve()
     else:
+        where = full.parent
+        while not where.is_dir() and where != where.parent:
+            where = where.parent
         try:
-            out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=cwd or None, capture_output=True,
+            out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=where, capture_output=True,
                                  text=True, timeout=2, check=True).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return None, None
         top = Path(out).resolve()
-    full = Path(file_path) if os.path.isabs(file_path) else Path(cwd or ".") / file_path
     try:
-        return full.resolve().relative_to(top).as_posix(), top
+        return full.relative_to(top).as_posix(), top
     except ValueError:
         return None, top
 
@@ -171,11 +188,16 @@ def _current_task(hub: _Hub, state: dict[str, Any]) -> str | None:
     return mine[0] if len(mine) == 1 else None
 
 
-def _check(hub: _Hub, path: str) -> list[dict[str, Any]]:
-    status, answer = hub.post("/v1/claims/check", {"paths": [path]})
+def _check(hub: _Hub, path: str, resource: str | None = None) -> list[dict[str, Any]]:
+    body: dict[str, Any] = {"paths": [path], **({"resourceId": resource} if resource else {})}
+    status, answer = hub.post("/v1/claims/check", body)
     if status != 200:
         raise Unavailable(f"the hub refused the path: {(answer.get('error') or {}).get('message')}")
     return answer["results"][0]["conflicts"]
+
+
+def _control_character(path: str) -> bool:
+    return any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path)
 
 
 def pre_tool_use(event: Mapping[str, Any], environ: Mapping[str, str], mode: str = "claim") -> dict[str, Any] | None:
@@ -191,17 +213,20 @@ def pre_tool_use(event: Mapping[str, Any], environ: Mapping[str, str], mode: str
     if not isinstance(file_path, str) or not file_path:
         return None
     session = str(event.get("session_id") or "")
+    resource = environ.get("RELAYNET_CLAIM_RESOURCE") or None
     try:
         if not url or not token:
             raise Unavailable("RELAYNET_URL and RELAYNET_TOKEN are not set")
         path, top = claim_path(file_path, str(event.get("cwd") or ""), environ)
-        state = load_state(token, session)
-        if path is None:
-            if state.get("outsideWarned"):
-                return None
-            state["outsideWarned"] = True
-            save_state(token, session, state)
-            where = f"outside the claims' root {top}" if top else "not in a git repository (set RELAYNET_CLAIM_ROOT)"
+        if path is None or _control_character(path):
+            with state(token) as st:
+                warned = st.setdefault("warned", [])
+                if session in warned:
+                    return None
+                warned[:] = [*warned[-99:], session]
+            where = ("a name with a control character" if path is not None else
+                     f"outside the claims' root {top}" if top else
+                     "not in a git repository (set RELAYNET_CLAIM_ROOT)")
             return {"systemMessage": f"Relaynet: {file_path} is {where}: edits there are not checked against claims."}
         try:
             budget = float(environ.get("RELAYNET_HOOK_TIMEOUT_SECONDS") or DEFAULT_TIMEOUT)
@@ -209,27 +234,34 @@ def pre_tool_use(event: Mapping[str, Any], environ: Mapping[str, str], mode: str
             budget = DEFAULT_TIMEOUT
         hub = _Hub(url, token, time.monotonic() + budget)
         if mode == "check":
-            conflicts = _check(hub, path)
+            conflicts = _check(hub, path, resource)
             return _deny(deny_reason(path, conflicts)) if conflicts else None
         try:
             ttl = int(environ.get("RELAYNET_EDIT_CLAIM_SECONDS") or DEFAULT_CLAIM_SECONDS)
         except ValueError:
             ttl = DEFAULT_CLAIM_SECONDS
-        body: dict[str, Any] = {"scope": path, "ttlSeconds": max(1, min(ttl, 86400))}
-        task = _current_task(hub, state)
+        # exactly this file: its glob characters are literal (relaynet.globs.literal)
+        body: dict[str, Any] = {"scope": literal(path), "ttlSeconds": max(1, min(ttl, 86400))}
+        if resource:
+            body["resourceId"] = resource
+        with state(token) as st:
+            task = _current_task(hub, st)
         if task:
             body["taskId"] = task
         status, answer = hub.tool("network_claim", body)
         if status == 409 and (answer.get("error") or {}).get("details", {}).get("reason") == "claim_conflict":
             try:
-                conflicts = _check(hub, path)  # the same holders, with their tasks
+                conflicts = _check(hub, path, resource)  # the same holders, with their tasks
             except Unavailable:
                 conflicts = []
             return _deny(deny_reason(path, conflicts or answer["error"]["details"]["conflicts"]))
         if status != 200:
             raise Unavailable(f"network_claim answered {status}: {(answer.get('error') or {}).get('message')}")
-        state.setdefault("claims", {})[answer["claimId"]] = {"scope": path, "taskId": answer.get("taskId")}
-        save_state(token, session, state)
+        with state(token) as st:
+            held = st.setdefault("claims", {}).setdefault(answer["claimId"], {"sessions": []})
+            held.update(scope=answer["scope"], taskId=answer.get("taskId"))
+            if session not in held["sessions"]:
+                held["sessions"].append(session)
         return None
     except Unavailable as exc:
         if guard == "strict":
@@ -241,31 +273,34 @@ def pre_tool_use(event: Mapping[str, Any], environ: Mapping[str, str], mode: str
 # --------------------------------------------------------------------------- SessionEnd
 
 def session_end(event: Mapping[str, Any], environ: Mapping[str, str]) -> None:
-    """Release the claims this hook took in the session, except those on a task still in
-    progress (best effort within the hook's timeout; says nothing)."""
+    """The session is no longer using the claims it took: each claim no other session of the
+    instance still uses is released, unless the task it was last taken for (by any session) is
+    still accepted, working or blocked. Best effort within the printed hook timeout; says nothing."""
     url, token = environ.get("RELAYNET_URL"), environ.get("RELAYNET_TOKEN")
     session = str(event.get("session_id") or "")
     if not url or not token:
         return
-    state = load_state(token, session)
-    claims = state.get("claims") or {}
-    if not claims:
-        return
-    hub = _Hub(url, token, time.monotonic() + 4 * DEFAULT_TIMEOUT)
-    kept: dict[str, Any] = {}
-    states: dict[str, str | None] = {}
-    try:
-        for claim_id, info in claims.items():
+    hub = _Hub(url, token, time.monotonic() + SESSION_END_SECONDS)
+    with state(token) as st:
+        claims = st.get("claims") or {}
+        states: dict[str, str | None] = {}
+        for claim_id, info in list(claims.items()):
+            sessions = [x for x in info.get("sessions") or [] if x != session]
+            if sessions:
+                info["sessions"] = sessions
+                continue
+            if session not in (info.get("sessions") or []):
+                continue
             task = info.get("taskId")
-            if task:
-                if task not in states:
-                    status, got = hub.tool("network_task_get", {"taskId": task})
-                    states[task] = got["task"]["state"] if status == 200 else None
-                if states[task] in HELD:
-                    kept[claim_id] = info
-                    continue
-            hub.tool("network_release", {"claimId": claim_id})
-    except Unavailable:
-        return  # the claims lapse at their TTL; the state is kept for a later SessionEnd
-    state["claims"] = kept
-    save_state(token, session, state)
+            try:
+                if task:
+                    if task not in states:
+                        status, got = hub.tool("network_task_get", {"taskId": task})
+                        states[task] = got["task"]["state"] if status == 200 else None
+                    if states[task] in HELD:
+                        info["sessions"] = []  # kept for its task; the task's end releases it (PROTOCOL.md 4.8)
+                        continue
+                hub.tool("network_release", {"claimId": claim_id})
+            except Unavailable:
+                return  # the rest lapse at their TTL, or a later SessionEnd releases them
+            del claims[claim_id]

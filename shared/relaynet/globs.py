@@ -497,6 +497,20 @@ def normalise(scope: str) -> str:
     return text
 
 
+#: The characters that make a scope a glob (PROTOCOL.md 8); ``]``, ``!``, ``,`` and ``-`` are
+#: literal outside a class or braces.
+GLOB_CHARS = frozenset("[*?{}")
+
+
+def literal(path: str) -> str:
+    """The scope that matches exactly the file ``path`` and nothing else: each glob character
+    (:data:`GLOB_CHARS`) as a one-character class (``g/[xy].py`` -> ``g/[[]xy].py``,
+    ``*.md`` -> ``[*].md``), so a claim taken for an edited file covers that file, not a glob
+    its name happens to spell. ``matches(literal(p), q)`` holds exactly when ``p`` and ``q``
+    name the same file (tests/test_globs.py checks it against the brute-force oracle)."""
+    return "".join(f"[{ch}]" if ch in GLOB_CHARS else ch for ch in path)
+
+
 def compile_scope(scope: str) -> Pattern:
     """Normalise and parse ``scope`` into an immutable, hashable :class:`Pattern` (PROTOCOL.md 8).
 

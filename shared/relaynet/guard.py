@@ -40,7 +40,7 @@ from typing import IO, Any, Iterable, Mapping, Sequence
 DEFAULT_TIMEOUT = 5.0
 BATCH = 1000  # paths per request: the endpoint's limit
 MARKER = "# relaynet guard"
-BYPASS = "Bypass with RELAYNET_GUARD=off or git commit --no-verify."
+BYPASS = "Bypass with RELAYNET_GUARD=off or git commit --no-verify (git push --no-verify for a push)."
 
 
 class Unavailable(Exception):
@@ -146,6 +146,16 @@ def guard(paths: list[str], environ: Mapping[str, str], err: IO[str]) -> int:
     if mode == "off" or not paths:
         return 0
     strict = mode == "strict"
+    unchecked = [p for p in paths if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in p)]
+    for p in unchecked:
+        err.write(f"relaynet guard: warning: {p!r} has a control character in its name: not checked\n")
+    if unchecked and strict:
+        err.write(f"relaynet guard: refused: {len(unchecked)} path(s) cannot be checked and RELAYNET_GUARD=strict. "
+                  f"{BYPASS}\n")
+        return 1
+    paths = [p for p in paths if p not in unchecked]
+    if not paths:
+        return 0
     try:
         url, token = environ.get("RELAYNET_URL"), environ.get("RELAYNET_TOKEN")
         if not url or not token:
@@ -162,8 +172,11 @@ def guard(paths: list[str], environ: Mapping[str, str], err: IO[str]) -> int:
         err.write(f"relaynet guard: warning: claims not checked: {exc}\n")
         return 0
     except ValueError as exc:
-        err.write(f"relaynet guard: the hub refused a path: {exc}\n")
-        return 1 if strict else 0
+        if strict:
+            err.write(f"relaynet guard: refused: the hub refused a path ({exc}) and RELAYNET_GUARD=strict. {BYPASS}\n")
+            return 1
+        err.write(f"relaynet guard: warning: claims not checked: the hub refused a path ({exc})\n")
+        return 0
     if conflicts:
         err.write(describe(conflicts) + "\n")
         return 1
@@ -222,6 +235,9 @@ def main(argv: Sequence[str], environ: Mapping[str, str] | None = None, stdin: I
     env = os.environ if environ is None else environ
     verb, rest = (argv[0], list(argv[1:])) if argv else ("", [])
     if verb == "install":
+        if set(rest) - {"--pre-push"}:
+            sys.stderr.write("usage: relaynet guard install [--pre-push]\n")
+            return 2
         return install("--pre-push" in rest, [sys.executable, "-m", "relaynet.cli"], None, sys.stdout, sys.stderr)
     if (env.get("RELAYNET_GUARD") or "").strip().lower() == "off":
         return 0

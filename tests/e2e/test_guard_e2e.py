@@ -143,3 +143,23 @@ def test_install_keeps_a_hook_it_did_not_write(tmp_path):
     refused = run([RELAYNET, "guard", "install"], tmp_path)
     assert refused.returncode == 2 and "is not ours" in refused.stderr
     assert (hooks / "pre-commit").read_text() == "#!/bin/sh\nmake lint\n"
+
+
+def test_a_path_the_hub_cannot_check_is_named_and_the_rest_are_still_checked(hub, repo):
+    claim = tool(hub, "network_claim", {"scope": "src/**", "ttlSeconds": 600}, hub.token("coder", 0))
+    try:
+        (repo / "docs" / "tab\tname.md").write_text("x\n")
+        (repo / "src" / "claimed.py").write_text("x\n")
+        refused = commit(repo, as_(hub, "coder", 1))
+        assert refused.returncode == 1 and "src/claimed.py: claimed by coder" in refused.stderr
+        assert "control character in its name: not checked" in refused.stderr
+    finally:
+        tool(hub, "network_release", {"claimId": claim["claimId"]}, hub.token("coder", 0))
+
+
+def test_install_refuses_an_option_it_does_not_know(tmp_path):
+    run(["git", "init", "-q"], tmp_path, check=True)
+    for bad in ("--bogus", "--pre-pushh"):
+        refused = run([RELAYNET, "guard", "install", bad], tmp_path)
+        assert refused.returncode == 2 and "usage" in refused.stderr
+    assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()

@@ -194,5 +194,44 @@ def test_a_file_outside_the_root_is_not_checked_and_says_so_once(hub, repo, tmp_
     outside = tmp_path_factory.mktemp("elsewhere")
     payload = {**edit(repo, "src/a.py", session="outside"), "tool_input": {"file_path": str(outside / "notes.txt")}}
     first = run_edit_hook(hub, "coder:1", payload)
-    assert "outside the claims' root" in json.loads(first.stdout)["systemMessage"]
-    assert silent(run_edit_hook(hub, "coder:1", payload))
+    assert "is not in a git repository" in json.loads(first.stdout)["systemMessage"]
+    assert silent(run_edit_hook(hub, "coder:1", payload))  # once per session
+    rooted = run_edit_hook(hub, "coder:1", {**payload, "session_id": "outside-2"}, RELAYNET_CLAIM_ROOT=str(repo))
+    assert "outside the claims' root" in json.loads(rooted.stdout)["systemMessage"]
+
+
+def test_an_edited_file_whose_name_spells_a_glob_is_claimed_as_that_file_only(hub, repo):
+    assert silent(run_edit_hook(hub, "coder:0", edit(repo, "src/[xy].py", "Write", session="glob-0")))
+    assert silent(run_edit_hook(hub, "coder:0", edit(repo, "src/*.md", "Write", session="glob-0")))
+    assert silent(run_edit_hook(hub, "coder:1", edit(repo, "src/x.py", session="glob-1")))  # not what [xy] spells
+    assert silent(run_edit_hook(hub, "coder:1", edit(repo, "src/README.md", session="glob-1")))
+    denied = run_edit_hook(hub, "coder:1", edit(repo, "src/[xy].py", session="glob-1"))
+    assert json.loads(denied.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert [c["holder"]["instanceId"] for c in holders(hub, "src/[xy].py")] == [hub.instance("coder", 0)]  # the commit guard's check
+
+
+def test_a_claim_two_sessions_use_is_released_when_the_last_one_ends(hub, repo):
+    for session in ("both-1", "both-2"):
+        assert silent(run_edit_hook(hub, "reviewer:0", edit(repo, "src/shared.py", session=session)))
+    assert silent(run_edit_hook(hub, "reviewer:0", {**event("SessionEnd", reason="exit"), "session_id": "both-1"}))
+    assert len(holders(hub, "src/shared.py")) == 1  # both-2 still edits it
+    assert silent(run_edit_hook(hub, "reviewer:0", {**event("SessionEnd", reason="exit"), "session_id": "both-2"}))
+    assert holders(hub, "src/shared.py") == []
+
+
+def test_the_edit_claim_is_in_the_resource_namespace_the_guard_checks(hub, repo):
+    ns = {"RELAYNET_CLAIM_RESOURCE": "github.com/acme/api"}
+    assert silent(run_edit_hook(hub, "coder:0", edit(repo, "src/ns.py", session="ns-0"), **ns))
+    assert holders(hub, "src/ns.py") == []  # not in the namespace without a resource
+    r = httpx.post(f"{hub.url}/v1/claims/check", json={"paths": ["src/ns.py"], "resourceId": "github.com/acme/api"},
+                   headers={"Authorization": f"Bearer {hub.token('planner')}"})
+    assert r.json()["conflicting"] == 1
+    denied = run_edit_hook(hub, "coder:1", edit(repo, "src/ns.py", session="ns-1"), "--edits", "check", **ns)
+    assert json.loads(denied.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_the_root_is_the_repository_holding_the_file_whatever_the_sessions_cwd(hub, repo, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("not-a-repo")
+    payload = {**edit(repo, "src/far.py", session="far-0"), "cwd": str(elsewhere)}
+    assert silent(run_edit_hook(hub, "coder:0", payload))
+    assert [c["scope"] for c in holders(hub, "src/far.py")] == ["src/far.py"]
