@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from relaynet.globs import literal
+from relaynet.guard import Unavailable, has_control_character
 
 EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 MATCHER = "|".join(EDIT_TOOLS)
@@ -51,10 +52,6 @@ DEFAULT_TIMEOUT = 1.5
 DEFAULT_CLAIM_SECONDS = 900
 SESSION_END_SECONDS = 4.0  # within the printed block's hook timeout (5 s)
 HELD = ("accepted", "working", "blocked")
-
-
-class Unavailable(Exception):
-    """The hub could not be asked in time, or refused the token."""
 
 
 class _Hub:
@@ -196,10 +193,6 @@ def _check(hub: _Hub, path: str, resource: str | None = None) -> list[dict[str, 
     return answer["results"][0]["conflicts"]
 
 
-def _control_character(path: str) -> bool:
-    return any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in path)
-
-
 def pre_tool_use(event: Mapping[str, Any], environ: Mapping[str, str], mode: str = "claim") -> dict[str, Any] | None:
     """Claude Code's output for a ``PreToolUse`` event (None: say nothing, the edit goes on)."""
     if event.get("tool_name") not in EDIT_TOOLS:
@@ -218,7 +211,7 @@ def pre_tool_use(event: Mapping[str, Any], environ: Mapping[str, str], mode: str
         if not url or not token:
             raise Unavailable("RELAYNET_URL and RELAYNET_TOKEN are not set")
         path, top = claim_path(file_path, str(event.get("cwd") or ""), environ)
-        if path is None or _control_character(path):
+        if path is None or has_control_character(path):
             with state(token) as st:
                 warned = st.setdefault("warned", [])
                 if session in warned:
