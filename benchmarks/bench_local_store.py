@@ -2,11 +2,22 @@
 
 Starts `relaynet serve` as a subprocess (loopback only) on the demo network with 8 instances
 (planner 2, coder 4, reviewer 2), then 8 threads, one per instance, loop over what agents do:
-ask another agent, read the inbox (accepting and completing any task offered), claim a file and
-release it, and every few rounds delegate a task. A fixed number of calls per store, bounded in
+claim a directory, ask another agent, read the inbox (accepting and completing any task
+offered), release the claim, and every few rounds delegate a task. A fixed number of calls per store, bounded in
 time too. Prints, per window of ``--window`` calls: p50 and p99 latency (ms, at the client),
 5xx count, and the RSS of the hub and of its store process (MB). At the end every inbox is
 drained and every acknowledged ask is checked to have been delivered exactly once.
+
+``--agents N`` runs N instances instead of 8 (a quarter planners, half coders, a quarter
+reviewers), one thread each. ``--claims`` picks what each round claims: ``shared`` (default) a
+directory of 16 under ``src/`` (they overlap now and then), ``own`` a fresh directory of the
+instance's own, ``soak/<instance>-<round>/**`` (issue 25: disjoint subtrees must never contend),
+or ``one-dir`` one of 8 files in the same directory, ``soak/shared/f<n>.py`` (every claim
+contends with the others on that file). Printed per tool: p50/p99 of ``network_claim`` and
+``network_release``; the claim's conflict retries (the hub's own ``TransactionCancelled`` count
+for ``network_claim``, read from its metrics, per claim call); and double grants: a claim granted
+while another instance's overlapping grant had not begun its release (the client stops counting
+a grant before it sends its release, so a report is never a release still in flight).
 
 ``--think-ms`` makes each agent pause a random 0..2x that between rounds, as agents do while
 their model thinks; without it the loop is closed (8 calls always in flight), which measures
@@ -63,6 +74,12 @@ def _rss_mb(pid: int | None) -> float:
     return 0.0
 
 
+def _instances(agents: int) -> dict[str, int]:
+    """How many instances of each demo agent make ``agents`` (8 gives the default mix)."""
+    planners = reviewers = max(1, agents // 4)
+    return {"planner": planners, "coder": max(1, agents - planners - reviewers), "reviewer": reviewers}
+
+
 def _spec(tmp: Path) -> Path:
     doc = yaml.safe_load((ROOT / "examples" / "demo-network.yaml").read_text())
     for agent in doc["agents"]:
@@ -86,8 +103,9 @@ class Hub:
         env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL_DYNAMODB"}
         env["POWERTOOLS_LOG_LEVEL"] = "WARNING"
         self.log = open(tmp / "serve.log", "wb")
+        self.metrics = open(tmp / "metrics.log", "wb")  # the functions' metrics (EMF lines, stdout)
         started = time.monotonic()
-        self.proc = subprocess.Popen(args, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=self.log)
+        self.proc = subprocess.Popen(args, cwd=tmp, env=env, stdout=self.metrics, stderr=self.log)
         while True:
             if self.proc.poll() is not None or time.monotonic() - started > 120:
                 raise SystemExit(f"relaynet serve did not start:\n{(tmp / 'serve.log').read_text()[-3000:]}")
@@ -112,6 +130,22 @@ class Hub:
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self.log.close()
+        self.metrics.close()
+
+    def counted(self, function: str, metric: str) -> float:
+        """The sum of ``metric`` the hub's ``function`` reported (its EMF lines on stdout)."""
+        total = 0.0
+        for line in (self.tmp / "metrics.log").read_text(errors="replace").splitlines():
+            if not line.startswith('{"_aws"'):
+                continue
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            if doc.get("function") == function and metric in doc:
+                value = doc[metric]
+                total += sum(value) if isinstance(value, list) else float(value)
+        return total
 
 
 class Recorder:
@@ -121,6 +155,10 @@ class Recorder:
         self.lock = threading.Lock()
         self.budget = budget
         self.samples: list[tuple[float, int]] = []  # (ms, status)
+        self.by_tool: dict[str, list[float]] = {}  # tool -> latencies (ms) of its 200s
+        self.held: dict[str, tuple[str, str]] = {}  # scope -> (instance, claim id) granted, release not begun
+        self.double_grants: list[str] = []
+        self.claim_conflicts = 0
         self.acked: dict[str, list[str]] = {}  # recipient agent -> acknowledged ask ids
         self.delivered: Counter[str] = Counter()
         self.unexpected: list[tuple[str, int, str]] = []  # the first few answers neither 200 nor 409
@@ -139,15 +177,26 @@ class Recorder:
             status, body = response.status_code, (response.json() if response.content else {})
         except httpx.HTTPError:
             status, body = 599, {}
+        ms = (time.perf_counter() - started) * 1000
         with self.lock:
-            self.samples.append(((time.perf_counter() - started) * 1000, status))
+            self.samples.append((ms, status))
+            if status == 200:
+                self.by_tool.setdefault(tool, []).append(ms)
             if status not in (200, 409) and len(self.unexpected) < 5:  # 409: claim conflicts, lost races
                 self.unexpected.append((tool, status, json.dumps(body)[:300]))
         return status, body
 
 
+def _scope(claims: str, rng: random.Random, me: str, rounds: int) -> str:
+    if claims == "own":
+        return f"soak/{me}-{rounds}/**"
+    if claims == "one-dir":
+        return f"soak/shared/f{rng.randrange(8)}.py"
+    return f"src/{rng.randrange(16)}/**"
+
+
 def _agent_loop(rec: Recorder, url: str, agent: str, token: str, n: int, deadline: float,
-                think: float) -> None:
+                think: float, claims: str = "shared") -> None:
     rng = random.Random(f"{agent}{n}")
     others = [a for a in INSTANCES if a != agent]
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
@@ -158,29 +207,46 @@ def _agent_loop(rec: Recorder, url: str, agent: str, token: str, n: int, deadlin
                 time.sleep(rng.uniform(0, 2 * think))  # an agent thinks between rounds
             if not rec.take():
                 return
-            to = rng.choice(others)
-            status, body = rec.call(http, "network_ask", {"body": f"{agent}{n} round {rounds}", "toAgent": to})
-            if status == 200:
+            me = f"{agent}{n}"
+            scope = _scope(claims, rng, me, rounds)
+            status, claimed = rec.call(http, "network_claim", {"scope": scope, "ttlSeconds": 60})
+            if status == 409:
                 with rec.lock:
-                    rec.acked.setdefault(to, []).append(body["messageId"])
-            if not rec.take():
-                return
-            status, body = rec.call(http, "network_inbox", {})
-            for message in body.get("messages", []) if status == 200 else []:
+                    rec.claim_conflicts += 1
+            if status == 200:  # held while the agent asks and reads its inbox, then released
                 with rec.lock:
-                    rec.delivered[message["id"]] += 1
-                if message["kind"] == "task_offer" and rec.take():
-                    status, _ = rec.call(http, "network_task_update", {"taskId": message["taskId"], "status": "accepted"})
-                    if status == 200 and rec.take():
-                        rec.call(http, "network_task_update", {"taskId": message["taskId"], "status": "working"})
-                        if rec.take():
-                            rec.call(http, "network_task_update", {"taskId": message["taskId"],
-                                                                   "status": "completed", "reason": "done"})
-            if not rec.take():
-                return
-            status, body = rec.call(http, "network_claim", {"scope": f"src/{rng.randrange(16)}/**", "ttlSeconds": 60})
-            if status == 200 and rec.take():
-                rec.call(http, "network_release", {"claimId": body["claimId"]})
+                    other = rec.held.get(scope)
+                    if other is not None and other[0] != me:
+                        rec.double_grants.append(f"{scope}: {other} and {(me, claimed['claimId'])}")
+                    rec.held[scope] = (me, claimed["claimId"])
+            try:
+                if not rec.take():
+                    return
+                to = rng.choice(others)
+                status, body = rec.call(http, "network_ask", {"body": f"{agent}{n} round {rounds}", "toAgent": to})
+                if status == 200:
+                    with rec.lock:
+                        rec.acked.setdefault(to, []).append(body["messageId"])
+                if not rec.take():
+                    return
+                status, body = rec.call(http, "network_inbox", {})
+                for message in body.get("messages", []) if status == 200 else []:
+                    with rec.lock:
+                        rec.delivered[message["id"]] += 1
+                    if message["kind"] == "task_offer" and rec.take():
+                        status, _ = rec.call(http, "network_task_update", {"taskId": message["taskId"], "status": "accepted"})
+                        if status == 200 and rec.take():
+                            rec.call(http, "network_task_update", {"taskId": message["taskId"], "status": "working"})
+                            if rec.take():
+                                rec.call(http, "network_task_update", {"taskId": message["taskId"],
+                                                                       "status": "completed", "reason": "done"})
+            finally:
+                if "claimId" in claimed:
+                    with rec.lock:  # no longer counted once its release may have begun
+                        if rec.held.get(scope, (None,))[0] == me:
+                            del rec.held[scope]
+                    if rec.take():
+                        rec.call(http, "network_release", {"claimId": claimed["claimId"]})
             if rounds % 5 == 0 and rec.take():
                 rec.call(http, "network_delegate", {"objective": f"task from {agent}{n} round {rounds}",
                                                     "toAgent": rng.choice(others)})
@@ -203,7 +269,7 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-def run(store: str, calls: int, window: int, max_seconds: float, think: float = 0.0) -> dict:
+def run(store: str, calls: int, window: int, max_seconds: float, think: float = 0.0, claims: str = "shared") -> dict:
     with tempfile.TemporaryDirectory(prefix=f"bench-{store}-") as tmp:
         hub = Hub(store, Path(tmp))
         print(f"\n== store {store}: hub up in {hub.start_seconds:.1f} s (pid {hub.proc.pid}, store pid "
@@ -212,7 +278,7 @@ def run(store: str, calls: int, window: int, max_seconds: float, think: float = 
               flush=True)
         rec = Recorder(calls)
         deadline = time.monotonic() + max_seconds
-        threads = [threading.Thread(target=_agent_loop, args=(rec, hub.url, agent, token, n, deadline, think))
+        threads = [threading.Thread(target=_agent_loop, args=(rec, hub.url, agent, token, n, deadline, think, claims))
                    for agent, toks in hub.tokens.items() for n, token in enumerate(toks)]
         started = time.monotonic()
         for t in threads:
@@ -245,12 +311,20 @@ def run(store: str, calls: int, window: int, max_seconds: float, think: float = 
         missing = sum(1 for m in acked if rec.delivered[m] == 0)
         duplicated = sum(1 for m in acked if rec.delivered[m] > 1)
         hub.stop()
+        claim_calls = len(rec.by_tool.get("network_claim", [])) + rec.claim_conflicts
+        retries = hub.counted("network_claim", "TransactionCancelled")
         all_ms = [s[0] for s in rec.samples]
         result = {"store": store, "thinkMs": think * 1000, "calls": len(rec.samples), "seconds": round(elapsed, 1),
                   "timedOut": len(rec.samples) < calls, "p50": _pct(all_ms, 0.5), "p99": _pct(all_ms, 0.99),
                   "5xx": sum(1 for s in rec.samples if s[1] >= 500), "statuses": dict(Counter(s[1] for s in rec.samples)),
                   "peakHubMB": peak[0], "peakStoreMB": peak[1], "acked": len(acked), "missing": missing,
-                  "duplicated": duplicated, "windows": windows}
+                  "duplicated": duplicated, "windows": windows, "claims": claims,
+                  "claimP50": _pct(rec.by_tool.get("network_claim", []), 0.5),
+                  "claimP99": _pct(rec.by_tool.get("network_claim", []), 0.99),
+                  "releaseP50": _pct(rec.by_tool.get("network_release", []), 0.5),
+                  "releaseP99": _pct(rec.by_tool.get("network_release", []), 0.99),
+                  "claimRetriesPerClaim": retries / claim_calls if claim_calls else 0.0,
+                  "doubleGrants": len(rec.double_grants)}
         second = windows[1]["p99"] if len(windows) > 2 else None
         ratio = windows[-1]["p99"] / second if second else None
         result["p99LastOverSecond"] = ratio
@@ -260,6 +334,13 @@ def run(store: str, calls: int, window: int, max_seconds: float, think: float = 
               f"{peak[0]:.0f} MB + store {peak[1]:.0f} MB; p99 last/second window "
               f"{'%.2f' % ratio if ratio else 'n/a'}; asks acknowledged {len(acked)}, missing {missing}, "
               f"delivered twice {duplicated}", flush=True)
+        print(f"   claims {claims}: network_claim p50 {result['claimP50']:.1f} p99 {result['claimP99']:.1f} ms; "
+              f"network_release p50 {result['releaseP50']:.1f} p99 {result['releaseP99']:.1f} ms; claim p99 / "
+              f"release p99 {result['claimP99'] / max(result['releaseP99'], 1e-9):.2f}; conflict retries per claim "
+              f"{result['claimRetriesPerClaim']:.3f} ({retries:.0f} over {claim_calls} claim calls); double grants "
+              f"{len(rec.double_grants)}", flush=True)
+        for text in rec.double_grants[:5]:
+            print(f"   double grant: {text}")
         for tool, status, text in rec.unexpected:
             print(f"   unexpected: {tool} -> {status} {text}")
         return result
@@ -272,16 +353,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--window", type=int, default=1000, help="calls per printed window (default 1000)")
     p.add_argument("--max-seconds", type=float, default=300, help="time limit per store (default 300)")
     p.add_argument("--think-ms", type=float, default=0, help="mean pause per agent round (default 0: closed loop)")
+    p.add_argument("--agents", type=int, default=8, help="instances, one thread each (default 8)")
+    p.add_argument("--claims", choices=("shared", "own", "one-dir"), default="shared",
+                   help="what each round claims (default shared: one of 16 directories under src/)")
     p.add_argument("--json", help="also write the results here")
     args = p.parse_args(argv)
-    results = [run(store, args.calls, args.window, args.max_seconds, args.think_ms / 1000)
+    INSTANCES.update(_instances(args.agents))
+    results = [run(store, args.calls, args.window, args.max_seconds, args.think_ms / 1000, args.claims)
                for store in args.stores.split(",")]
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
-    print("\nstore          think ms  calls  seconds  p50 ms  p99 ms  5xx  peak hub+store MB  missing  twice")
+    print("\nstore          think ms  calls  seconds  p50 ms  p99 ms  5xx  peak hub+store MB  missing  twice"
+          "  claim p99  release p99  retries/claim  double grants")
     for r in results:
         print(f"{r['store']:<15} {r['thinkMs']:>7.0f} {r['calls']:>6} {r['seconds']:>8} {r['p50']:>7.1f} {r['p99']:>7.1f} {r['5xx']:>4} "
-              f"{r['peakHubMB'] + r['peakStoreMB']:>18.0f} {r['missing']:>8} {r['duplicated']:>6}")
+              f"{r['peakHubMB'] + r['peakStoreMB']:>18.0f} {r['missing']:>8} {r['duplicated']:>6} {r['claimP99']:>10.1f}"
+              f" {r['releaseP99']:>12.1f} {r['claimRetriesPerClaim']:>14.3f} {r['doubleGrants']:>14}")
     return 0
 
 

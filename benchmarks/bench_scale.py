@@ -23,6 +23,14 @@ routing writes (writes of items carrying a GSI1 routing key: ``ROUTE#<n>``, ``WA
 ``WAIT#...``) per GSI1 partition: the busiest partition's share, with the 16 shards, and what it
 would be with 1 (before issue 16), 8 and 32 shards for the same writes (the same hash, another
 modulus).
+
+``--claim-agents N`` (issue 25) adds the claims step: one network of N instances claiming across a
+tree of ``--claim-dirs`` directories (``d<i>/s<j>``, 10 subdirectories per top directory), on
+``--claim-threads`` threads, ``--claim-rounds`` rounds each: a claim of a random directory
+(``d3/s7/**``) or of a file in it (``d3/s7/f12.py``), then its release. Printed: claims granted
+and refused, the writes (Put, Update, Delete, transactional or not) per item, and the busiest
+item's share of them (before issue 25 the network's claims HEAD took every claim's write:
+share 1.0). ``--skip-sweep`` runs only this step.
 """
 
 from __future__ import annotations
@@ -95,11 +103,12 @@ def item_size(item: dict[str, Any]) -> int:
 # --------------------------------------------------------------------------- meters
 
 class Meter:
-    """Requests, items read, routing writes per GSI1 partition and the largest item written,
-    from hooks on the process's DynamoDB client (the sweep's threads share it)."""
+    """Requests, items read, routing writes per GSI1 partition, writes per item and the largest
+    item written, from hooks on the process's DynamoDB client (the sweep's threads share it)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.item_writes: Counter[tuple[str, str]] = Counter()  # (PK, SK) -> writes
         self.requests: Counter[str] = Counter()
         self.items_read = 0
         self.routing: Counter[str] = Counter()  # GSI1PK -> writes
@@ -111,6 +120,7 @@ class Meter:
             self.requests[model.name] += 1
 
     def build(self, params, model, **_: Any) -> None:
+        self._count_item_writes(params, model.name)
         writes = []
         if model.name == "TransactWriteItems":
             for action in params["TransactItems"]:
@@ -128,6 +138,22 @@ class Meter:
         with self.lock:
             for item in writes:
                 self.note(item)
+
+    def _count_item_writes(self, params: dict[str, Any], name: str) -> None:
+        keys = []
+        if name == "TransactWriteItems":
+            for action in params["TransactItems"]:
+                for kind in ("Put", "Update", "Delete"):
+                    if kind in action:
+                        body = action[kind]
+                        keys.append(body["Item"] if kind == "Put" else body["Key"])
+        elif name == "PutItem":
+            keys.append(params["Item"])
+        elif name in ("UpdateItem", "DeleteItem"):
+            keys.append(params["Key"])
+        with self.lock:
+            for key in keys:
+                self.item_writes[(key["PK"]["S"], key["SK"]["S"])] += 1
 
     def note(self, item: dict[str, Any]) -> None:
         size = item_size(item)
@@ -265,6 +291,11 @@ def main() -> None:
     parser.add_argument("--offered", type=int, default=10, help="offered (not yet due) tasks per network")
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--runs", type=int, default=2, help="sweep runs per step")
+    parser.add_argument("--claim-agents", type=int, default=0, help="instances of the claims step (0: no step)")
+    parser.add_argument("--claim-dirs", type=int, default=200, help="directories of the claims step's tree")
+    parser.add_argument("--claim-rounds", type=int, default=3, help="claims (and releases) per instance")
+    parser.add_argument("--claim-threads", type=int, default=16, help="threads making the claims")
+    parser.add_argument("--skip-sweep", action="store_true", help="run only the claims step")
     parser.add_argument("--data-root", default="/dev/shm" if os.path.isdir("/dev/shm") else "/tmp",
                         help="where DynamoDB Local's data directory is made (and removed)")
     args = parser.parse_args()
@@ -279,7 +310,10 @@ def main() -> None:
             settings.cache_clear()
             t.reset()
             create_table(boto3.client("dynamodb"), TEMPLATE, t.table_name())
-            run_steps(args)
+            if not args.skip_sweep:
+                run_steps(args)
+            if args.claim_agents:
+                run_claims(args)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
 
@@ -330,6 +364,59 @@ def run_steps(args: argparse.Namespace) -> None:
           f"{top[1]:,} = {top[1] / total:.4f} of them (1/8 = 0.125)")
     print("busiest routing partition's share with other shard counts, same writes: "
           + ", ".join(f"{s} shards {busiest_share(meter, s):.4f}" for s in (1, 8, k.ROUTE_SHARDS, 32)))
+
+
+
+def run_claims(args: argparse.Namespace) -> None:
+    """The claims step (module docstring): writes per item while N instances claim across the tree."""
+    import random
+
+    from relaynet import claims
+    from relaynet.errors import ClaimConflict
+    from relaynet.identity import Principal
+    from relaynet.models.worker import ClaimRequest, ReleaseRequest
+
+    meter = Meter()
+    seeder = Seeder(meter)
+    now = clock.now_ms()
+    (net,) = seed_networks(seeder, 1, args.claim_agents, now)
+    principals = [Principal(kind="instance", network_id=net["id"], instance_id=i, agent="worker")
+                  for i in net["workers"]]
+    dirs = [f"d{n // 10}/s{n % 10}" for n in range(args.claim_dirs)]
+    meter.item_writes.clear()
+    meter.attach(t.client())
+    outcomes: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def agent(n: int) -> None:
+        rng = random.Random(n)
+        p = principals[n]
+        for _ in range(args.claim_rounds):
+            d = rng.choice(dirs)
+            scope = f"{d}/**" if rng.random() < 0.5 else f"{d}/f{rng.randrange(20)}.py"
+            try:
+                got = claims.claim(p, ClaimRequest(scope=scope, ttlSeconds=600))
+            except ClaimConflict:
+                with lock:
+                    outcomes["refused"] += 1
+                continue
+            with lock:
+                outcomes["granted"] += 1
+            claims.release(p, ReleaseRequest(claimId=got["claimId"]))
+
+    began = time.perf_counter()
+    with ThreadPoolExecutor(args.claim_threads) as pool:
+        list(pool.map(agent, range(args.claim_agents)))
+    wall = time.perf_counter() - began
+    meter.detach(t.client())
+    total = sum(meter.item_writes.values())
+    (busiest, most), = meter.item_writes.most_common(1) or [(("-", "-"), 0)]
+    print(f"\nclaims: {args.claim_agents:,} instances x {args.claim_rounds} rounds over {args.claim_dirs} directories, "
+          f"{args.claim_threads} threads, {wall:.0f} s: {outcomes['granted']:,} granted, {outcomes['refused']:,} refused")
+    print(f"writes {total:,} over {len(meter.item_writes):,} items; the busiest item took {most} "
+          f"({most / total if total else 0:.4f} of them; target at most 1/8 = 0.125): {busiest[0]} / {busiest[1]}")
+    for (pk, sk), n in meter.item_writes.most_common(5)[1:]:
+        print(f"   next: {n} writes ({n / total:.4f}) {pk} / {sk}")
 
 
 if __name__ == "__main__":

@@ -463,7 +463,7 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
 
         ok("network_claim", {"scope": "tmp/short/**", "ttlSeconds": 1}, "coder1")
         with clock_at(clock.now_ms() + 5000):  # the short claim lapsed: this call moves it out
-            ok("network_claim", {"scope": "tmp/other/**", "ttlSeconds": 60}, "coder1")
+            ok("network_claim", {"scope": "tmp/**", "ttlSeconds": 60}, "coder1")  # its region holds the lapsed one
 
     yield Step("network_claim (tidies a lapsed claim)", "network_claim", False, lapsed_claim)
     # The sweep's other paths, at the times they happen: an offer to the only reviewer expires

@@ -13,7 +13,7 @@ from relaynet.models.worker import ClaimsCheckRequest
 
 # The DynamoDB actions this function may use (the catalogue's): its policy in template.yaml names
 # exactly these, and relaynet.store.table refuses any other while the handler runs.
-DYNAMODB_ACTIONS = ("Query", "UpdateItem")
+DYNAMODB_ACTIONS = ("BatchGetItem", "Query", "UpdateItem")
 
 tool = ToolApp("claims_check", actions=DYNAMODB_ACTIONS)
 

@@ -13,7 +13,7 @@ from relaynet.models.control import NoArgs
 
 # The DynamoDB actions this function may use (the catalogue's): its policy in template.yaml names
 # exactly these, and relaynet.store.table refuses any other while the handler runs.
-DYNAMODB_ACTIONS = ("GetItem", "Query")
+DYNAMODB_ACTIONS = ("GetItem", "BatchGetItem", "Query")
 
 tool = ToolApp("control_get_graph", actions=DYNAMODB_ACTIONS)
 

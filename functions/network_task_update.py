@@ -13,7 +13,7 @@ from relaynet.models.worker import TaskUpdateRequest
 
 # The DynamoDB actions this function may use (the catalogue's): its policy in template.yaml names
 # exactly these, and relaynet.store.table refuses any other while the handler runs.
-DYNAMODB_ACTIONS = ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")
+DYNAMODB_ACTIONS = ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")
 
 tool = ToolApp("network_task_update", actions=DYNAMODB_ACTIONS)
 

@@ -396,6 +396,7 @@ class LocalStack:
             self._set_environment()
             lambdas.clear_cache()  # a new stack is a new deployment: every container starts cold
             self._ensure_table()
+            self._migrate_claims()
             if self.preload:
                 self._preload()
             self.ag2 = Ag2Gateway(self.template.document, self._invoke_ag2)
@@ -603,6 +604,19 @@ class LocalStack:
 
         client = boto3.client("dynamodb", endpoint_url=self.dynamodb_endpoint)
         create_table(client, self.template_path, self.table, exist_ok=True)
+
+    def _migrate_claims(self) -> None:
+        """Claims a table on disk kept in the layout before issue 25 move into the claim tree
+        before the first request (relaynet.claims.migrate; a no-op on a table without them)."""
+        if self.template.table is None:
+            return
+        from relaynet import claims
+        from relaynet.store import table
+
+        table.reset()
+        moved = claims.migrate()
+        if moved:
+            log.info("moved %d live claims into the claim tree (issue 25 layout)", moved)
 
     def _preload(self) -> None:
         seen = set()

@@ -141,7 +141,7 @@ WORKER_TOOLS: tuple[Tool, ...] = (
          "artifacts and active claims.",
          response="NetworkTaskGetResult", call="relaynet.tasks.get",
          args=("caller", "request", "relaynet.claims.active_for_task"),
-         actions=("Query", "UpdateItem")),
+         actions=("BatchGetItem", "Query", "UpdateItem")),
     Tool("network_task_update", "worker", "TaskUpdateRequest",
          "Move a task through its life: accept an offer (status=accepted) before doing any work, "
          "and only then work; then report working, blocked (reason required), completed (reason = "
@@ -149,7 +149,7 @@ WORKER_TOOLS: tuple[Tool, ...] = (
          "409 with the allowed states. The creator learns only what you report here. " + HOW_TO_ACT,
          response="NetworkTaskUpdateResult", call="relaynet.tasks.update",
          args=("caller", "request", "on_terminal=relaynet.claims.release_for_task"),
-         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
+         actions=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
     Tool("network_claim", "worker", "ClaimRequest",
          "Take an exclusive, time-limited claim on files (a glob such as 'src/api/**'), a task key "
          "or a resource before you change them; claiming the same scope again renews it. A 409 "
@@ -203,7 +203,7 @@ PLUGIN_TOOLS: tuple[Tool, ...] = (
          "finishes or timeout), 'cancel' (a task you created).",
          response="TasksResult", call="relaynet.plugin_tools.tasks.tasks_tool",
          args=("caller", "request", "on_terminal=relaynet.claims.release_for_task"),
-         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
+         actions=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
     Tool("context", "plugin", "ContextRequest",
          "Look things up: action='search' (query over messages in your channels, or "
          "scope='knowledge' for the network's tasks and artifacts) or action='quote' (a speaker's "
@@ -245,7 +245,7 @@ CONTROL_TOOLS: tuple[Tool, ...] = (
          "channels), plus the live claims (holder, scope, expiresAt) and open channels (type, whose turn).",
          response="ControlNetworkStatusResult", call="relaynet.control.observe.network_status",
          args=("caller", "request.networkId"),
-         actions=("GetItem", "Query")),
+         actions=("GetItem", "BatchGetItem", "Query")),
     Tool("control_list_agents", "control", "ListAgentsRequest",
          "Every agent definition with its instances and their availability, by name (limit default "
          "50; pass nextCursor as cursor for the next page).",
@@ -266,7 +266,7 @@ CONTROL_TOOLS: tuple[Tool, ...] = (
          "One task in full: history, progress, artifacts and claims.",
          response="ControlTaskStatusResult", call="relaynet.control.tasks.task_status",
          args=("caller", "request.networkId", "request.taskId"),
-         actions=("GetItem", "Query")),
+         actions=("GetItem", "BatchGetItem", "Query")),
     Tool("control_list_blocked", "control", "NoArgs",
          "What is stuck: blocked tasks, pending tasks nobody is eligible for, offline instances holding tasks.",
          response="ControlListBlockedResult", call="relaynet.control.observe.list_blocked",
@@ -286,7 +286,7 @@ CONTROL_TOOLS: tuple[Tool, ...] = (
          "The network as a graph {nodes, edges}: agents, instances, groups, resources; delegations, asks, claims, membership.",
          response="ControlGetGraphResult", call="relaynet.control.graph.graph",
          args=("caller", "request.networkId"),
-         actions=("GetItem", "Query")),
+         actions=("GetItem", "BatchGetItem", "Query")),
     Tool("control_ask", "control", "ControlAskRequest",
          "Send an ask to an agent, group or instance as the representative (needs communicate).",
          response="ControlAskResult", call="relaynet.control.messages.ask",
@@ -330,7 +330,7 @@ CONTROL_TOOLS: tuple[Tool, ...] = (
          "Cancel a non-terminal task (needs delegate).",
          response="ControlCancelTaskResult", call="relaynet.control.tasks.cancel_task",
          args=("caller", "request.networkId", "request.taskId", "request.reason"),
-         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
+         actions=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")),
     Tool("control_channel_send", "control", "ChannelSendRequest",
          "Post a message into your conversation with your owner.",
          response="ControlChannelSendResult", call="relaynet.control.conversation.channel_send",
@@ -369,7 +369,7 @@ ENDPOINTS: dict[str, Endpoint] = {e.name: e for e in (
              "covered by another instance's live path claim: holder, scope, expiresAt and taskId per "
              "path. Writes nothing; your own claims never conflict. For commit guards and edit hooks.",
              response="ClaimsCheckResult", call="relaynet.claims.check",
-             actions=("Query", "UpdateItem")),  # UpdateItem: the caller's presence (PROTOCOL.md 3), no claim
+             actions=("BatchGetItem", "Query", "UpdateItem")),  # UpdateItem: the caller's presence (PROTOCOL.md 3), no claim
     Endpoint("push_config_set", "worker", "PushConfigRequest", method="PUT", path="/v1/push",
              description="Set this instance's push endpoint (A2A's push-notification config: url, token, "
              "authentication): the hub POSTs a signed event there when mail, a task offer or a "

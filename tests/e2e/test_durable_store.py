@@ -105,6 +105,44 @@ def test_kill_9_of_the_hub_loses_nothing_and_a_restart_is_a_non_event(tmp_path):
     assert _wait_gone(store_pid)
 
 
+def test_claims_kept_on_disk_in_the_layout_before_issue_25_are_honoured_after_a_restart(tmp_path):
+    """A table written by a hub from before the claim tree (one HEAD counter, every claim at
+    ``NET#<net>#CLAIMS`` / ``CLAIM#<clm>``): the restarted hub migrates it at start, so another
+    instance's overlapping claim is refused naming the old claim, and its holder still releases it."""
+    import boto3
+
+    port = free_port()
+    hub = start_hub(tmp_path, port=port)
+    coder0 = RelaynetClient(hub.url, hub.token("coder", 0))
+    me = coder0.whoami()
+    state = _local_state(hub)
+    db = boto3.client("dynamodb", endpoint_url=state["dynamodbEndpoint"])
+    net = me["network"]["id"]
+    expires = int(time.time() * 1000) + 600_000
+    old = {"PK": {"S": f"NET#{net}#CLAIMS"}, "SK": {"S": "CLAIM#clm_01OLDLAYOUT0000000000000001"},
+           "kind": {"S": "claim"}, "id": {"S": "clm_01OLDLAYOUT0000000000000001"}, "scopeType": {"S": "path"},
+           "scope": {"S": "src/**"}, "holder": {"M": {"agent": {"S": "coder"}, "instanceId": {"S": me["instance"]["id"]}}},
+           "expiresAt": {"N": str(expires)}, "fencingToken": {"N": "7"}, "createdAt": {"S": "2026-12-01T00:00:00.000Z"},
+           "ttl": {"N": str(expires // 1000 + 86_400)}}
+    db.put_item(TableName=state["table"], Item=old)
+    db.put_item(TableName=state["table"], Item={"PK": {"S": f"NET#{net}#CLAIMS"}, "SK": {"S": "HEAD"},
+                                                "counter": {"N": "7"}})
+    stop_hub(hub)
+
+    hub = start_hub(tmp_path, port=port)
+    try:
+        coder1 = RelaynetClient(hub.url, hub.token("coder", 1))
+        with pytest.raises(ApiError) as conflict:
+            coder1.claim("src/api/app.py")
+        assert conflict.value.status == 409
+        assert [c["claimId"] for c in conflict.value.details["conflicts"]] == ["clm_01OLDLAYOUT0000000000000001"]
+        coder0 = RelaynetClient(hub.url, hub.token("coder", 0))
+        assert coder0.release("clm_01OLDLAYOUT0000000000000001")["released"] is True
+        assert coder1.claim("src/api/app.py")["fencingToken"] > 7
+    finally:
+        stop_hub(hub)
+
+
 def test_kill_9_of_the_store_right_after_an_answer_loses_nothing(tmp_path):
     """The supervisor restarts a killed store on the same port; every ask the hub answered 200
     before the kill is delivered afterwards, exactly once (DynamoDB Local answers a transaction

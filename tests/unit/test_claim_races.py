@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from relaynet import claims
+from relaynet import claims, globs
 from relaynet.errors import ClaimConflict
 from relaynet.models import worker as w
 from relaynet.store import keys as k
@@ -73,22 +73,74 @@ def test_of_concurrent_overlapping_claims_exactly_one_succeeds_and_every_other_g
             assert named["claimId"] == won["claimId"]
             assert named["holder"] == {"agent": "coder", "instanceId": winner[0].instance_id}
         tokens.append(won["fencingToken"])
-        live = [i for i in t.query(k.claims_pk(net.network_id)) if i["SK"].startswith("CLAIM#")]
-        assert [i["id"] for i in live] == [won["claimId"]]
+        assert [i["id"] for i in _tree(net.network_id)] == [won["claimId"]]
         assert claims.release(winner[0], w.ReleaseRequest(claimId=won["claimId"]))["released"] is True
     assert all(x < y for x, y in zip(tokens, tokens[1:])), tokens
 
 
-def test_concurrent_claims_that_do_not_overlap_all_succeed_with_distinct_increasing_tokens(dynamodb):
+def _tree(net_id: str) -> list[dict]:
+    return [i for i in t.query(k.claim_tree_pk(net_id, "path", None)) if i.get("kind") == "claim"]
+
+
+def test_concurrent_claims_in_disjoint_subtrees_all_succeed_without_one_retry(dynamodb, monkeypatch):
+    """Issue 25: claims in disjoint directory subtrees, at any depth, share no item, so none of
+    them is ever cancelled and retried; each token is above the earlier overlapping one's."""
+    from relaynet.store import claims as store
+
     net = apply(SPEC)
     coders = [net.principals[f"coder{i}"] for i in range(THREADS)]
-    before = claims.claim(coders[0], w.ClaimRequest(scope="before/**"))["fencingToken"]
-    results = _at_once(lambda ip: claims.claim(ip[1], w.ClaimRequest(scope=f"area{ip[0]}/**")),
+    before = claims.claim(coders[0], w.ClaimRequest(scope="soak/**"))
+    claims.release(coders[0], w.ReleaseRequest(claimId=before["claimId"]))
+    cancelled = []
+    real = store.commit
+
+    def commit(actions):
+        try:
+            return real(actions)
+        except store.TransactionCancelled:
+            cancelled.append(actions)
+            raise
+
+    monkeypatch.setattr(store, "commit", commit)
+    results = _at_once(lambda ip: claims.claim(ip[1], w.ClaimRequest(scope=f"soak/a{ip[0]}/deep/**")),
                        list(enumerate(coders)))
     assert all(isinstance(r, dict) for r in results), [r for r in results if not isinstance(r, dict)]
-    tokens = sorted(r["fencingToken"] for r in results)
-    # every claim got its own token, each above every token issued before they started
-    assert len(set(tokens)) == THREADS and tokens[0] > before
-    live = [i for i in t.query(k.claims_pk(net.network_id)) if i["SK"].startswith("CLAIM#")]
-    assert len(live) == THREADS + 1
-    assert int(t.get(*k.claims_head(net.network_id))["counter"]) == tokens[-1]
+    assert cancelled == []
+    assert all(r["fencingToken"] > before["fencingToken"] for r in results)  # soak/** was read: its mark
+    assert {i["id"] for i in _tree(net.network_id)} == {r["claimId"] for r in results}
+    assert all(i["state"] == "granted" for i in _tree(net.network_id))
+
+
+# Nested and prefix-less scopes at several depths: some pairs overlap, some do not.
+MIXED = [
+    "soak/**", "soak/a/**", "soak/a/x.py", "soak/b/**", "soak/b/y.md", "**/*.md", "soak/*/x.py", "docs/**",
+    "docs/a.md", "soak/{a,b}/z.py", "**/x.py", "soak/c/**", "lib/**", "soak/a/*.md", "*/b/**", "soak/",
+    "lib/q.py", "soak/c/d/e.md", "{lib,docs}/**", "soak/a/x.pyc",
+]
+
+
+def test_concurrent_nested_and_prefix_less_claims_never_double_grant_and_every_loser_names_a_winner(dynamodb):
+    """20 threads on the mix above, 10 rounds, a different thread on each scope every round: the
+    winners never overlap each other (no double grant), and every loser got 409 naming only
+    winners that overlap it, so the winners are a maximal set: nobody lost to nothing."""
+    net = apply(SPEC)
+    coders = [net.principals[f"coder{i}"] for i in range(THREADS)]
+    for rnd in range(10):
+        jobs = [(p, MIXED[(i + rnd) % THREADS]) for i, p in enumerate(coders)]
+        results = _at_once(lambda job: claims.claim(job[0], w.ClaimRequest(scope=job[1], ttlSeconds=600)), jobs)
+        wins = {r["claimId"]: (job, r) for job, r in zip(jobs, results) if isinstance(r, dict)}
+        assert wins, f"round {rnd}: nobody won"
+        scopes = [(cid, r["scope"]) for cid, (_, r) in wins.items()]
+        for n, (x, sx) in enumerate(scopes):
+            for y, sy in scopes[n + 1:]:
+                assert not globs.overlaps(sx, sy), f"round {rnd}: {sx} and {sy} both granted"
+        for job, r in zip(jobs, results):
+            if isinstance(r, dict):
+                continue
+            assert isinstance(r, ClaimConflict), f"round {rnd}: {r!r}"
+            named = [c["claimId"] for c in r.details["conflicts"]]
+            assert named and all(c in wins for c in named), f"round {rnd}: {job[1]} named {named}"
+            assert all(globs.overlaps(globs.normalise(job[1]), wins[c][1]["scope"]) for c in named)
+        assert {i["id"] for i in _tree(net.network_id)} == set(wins)  # no announcement left behind
+        for cid, (job, _) in wins.items():
+            assert claims.release(job[0], w.ReleaseRequest(claimId=cid))["released"] is True

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -23,7 +23,7 @@ from relaynet.models import worker as w
 from relaynet.store import keys as k
 from relaynet.store import table as t
 from tests.conftest import TEMPLATE, apply
-from tests.test_globs import patterns
+from tests.test_globs import paths, patterns
 
 SPEC = """\
 network: claims
@@ -81,14 +81,19 @@ def release(p: Principal, claim_id: str, **kw):
     return claims.release(p, w.ReleaseRequest(claimId=claim_id), **kw)
 
 
-def hot_claims(net_id: str) -> list[dict]:
-    """The claim items in the hot claims partition, oldest first (without HEAD)."""
-    return [i for i in t.query(k.claims_pk(net_id)) if i["SK"].startswith("CLAIM#")]
+def stored(net_id: str) -> list[dict]:
+    """Every claim item of the network, whatever its kind (tree items and high-water marks of
+    every namespace, references, the task index, ended claims), by key: what a refused call must
+    leave as it was."""
+    resp = t.client().scan(TableName=t.table_name())
+    items = [t.decode(i) for i in resp["Items"]]
+    return sorted((i for i in items if i["PK"].startswith(f"NET#{net_id}#CLAIM")), key=lambda i: (i["PK"], i["SK"]))
 
 
-def counter(net_id: str) -> int:
-    head = t.get(*k.claims_head(net_id))
-    return int(head["counter"]) if head else 0
+def tree_claims(net_id: str, scope_type: str = "path", resource_id: str | None = None) -> list[dict]:
+    """The claim items (any state) in one namespace's claim tree, oldest id first."""
+    items = t.query(k.claim_tree_pk(net_id, scope_type, resource_id))
+    return sorted((i for i in items if i.get("kind") == "claim"), key=lambda i: i["id"])
 
 
 # ------------------------------------------------------------------ the table of named cases
@@ -158,14 +163,14 @@ CASES = [
 def test_named_claim_cases(net, now, held, who, requested, outcome):
     first = claims.claim(net.principals["coder0"], held.request(ttlSeconds=60))
     now[0] += 1000
-    before = counter(net.network_id)
+    before = stored(net.network_id)
     if outcome == "conflict":
         with pytest.raises(ClaimConflict) as err:
             claims.claim(net.principals[who], requested.request())
         assert err.value.status == 409 and err.value.reason == "claim_conflict"
         assert [c["claimId"] for c in err.value.details["conflicts"]] == [first["claimId"]]
-        assert counter(net.network_id) == before  # nothing written
-        assert [i["id"] for i in hot_claims(net.network_id)] == [first["claimId"]]
+        assert stored(net.network_id) == before  # nothing left written
+        assert [i["id"] for i in tree_claims(net.network_id, held.scopeType, held.resourceId)] == [first["claimId"]]
         return
     got = claims.claim(net.principals[who], requested.request())
     if outcome == "renewed":
@@ -176,26 +181,63 @@ def test_named_claim_cases(net, now, held, who, requested, outcome):
         assert got["scopeType"] == requested.scopeType
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(patterns, min_size=1, max_size=8), patterns)
-def test_the_claim_side_shortcuts_never_change_the_exact_overlap_answer(held, wanted):
-    """Bucketing by literal first segment (and the namespace filter) only skips pairs that
-    cannot overlap: the claims found are exactly those globs.overlaps finds."""
-    def valid(scope):
-        try:
-            return globs.normalise(scope)
-        except globs.GlobError:
-            return None
+def _valid(scope):
+    try:
+        return globs.normalise(scope)
+    except globs.GlobError:
+        return None
 
-    active = [{"id": str(n), "scopeType": "path", "scope": v, "resourceId": None}
-              for n, v in enumerate(map(valid, held)) if v is not None]
-    scope = valid(wanted)
-    if scope is None:
+
+@settings(max_examples=300, deadline=None)
+@given(patterns, paths)
+def test_every_path_a_scope_matches_lies_under_its_anchor(pattern, path):
+    """The layout's one assumption (relaynet.claims): a claim's anchor is a segment prefix of
+    every path its glob matches, so a claim need only read its anchor's ancestors and subtree."""
+    scope = _valid(pattern)
+    if scope is None or not globs.matches(globs.compile_scope(scope), path):
         return
-    expected = [c for c in active if globs.overlaps(scope, c["scope"])]
-    assert claims._overlapping(active, "path", scope, None) == expected
-    assert claims._overlapping(active, "resource", scope, None) == []
-    assert claims._overlapping(active, "path", scope, API) == []
+    at = claims.anchor("path", scope)
+    assert tuple(path.split("/")[:len(at)]) == at
+
+
+_examples = itertools.count()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 2), patterns, st.booleans()), min_size=1, max_size=7))
+def test_claims_on_the_tree_answer_as_the_brute_force_oracle(net, now, steps):
+    """Each step is (instance, glob, release it after): claimed in order, on the real layout, the
+    answers are exactly the oracle's over the live claims (relaynet.globs.overlaps, itself tested
+    against brute force in tests/test_globs.py): granted with a token above every earlier
+    overlapping claim's, renewed, or 409 naming exactly the overlapping claims of other
+    instances. Each example gets a namespace of its own (a resourceId)."""
+    ns = f"github.com/acme/example{next(_examples)}"
+    live: dict[tuple[int, str], dict] = {}  # (instance, scope) -> claim view
+    issued: list[tuple[str, int]] = []  # (scope, token) of every grant so far
+    for who, pattern, drop in steps:
+        scope = _valid(pattern)
+        if scope is None:
+            continue
+        p = net.principals[f"coder{who}"]
+        expected = sorted(c["claimId"] for (i, sc), c in live.items() if i != who and globs.overlaps(scope, sc))
+        try:
+            got = claim(p, scope, scopeType="resource", resourceId=ns)
+        except ClaimConflict as err:
+            assert sorted(c["claimId"] for c in err.details["conflicts"]) == expected
+            assert expected
+            continue
+        assert expected == []
+        if (who, scope) in live:
+            assert got["claimId"] == live[(who, scope)]["claimId"]  # a renewal
+        else:
+            assert all(got["fencingToken"] > tok for sc, tok in issued if globs.overlaps(scope, sc))
+            issued.append((scope, got["fencingToken"]))
+        live[(who, scope)] = got
+        if drop:
+            assert release(p, got["claimId"])["released"] is True
+            del live[(who, scope)]
+    on_tree = {c["id"] for c in tree_claims(net.network_id, "resource", ns)}
+    assert on_tree == {c["claimId"] for c in live.values()}  # nothing pending or refused is left behind
 
 
 # ------------------------------------------------------------------ 4.9 sentence by sentence
@@ -208,7 +250,7 @@ def test_success_returns_the_claim_with_its_normalised_scope_and_no_holder(net, 
     assert set(got) == {"claimId", "scopeType", "scope", "resourceId", "taskId", "expiresAt", "fencingToken"}
     assert got["claimId"].startswith("clm_") and got["scope"] == "src/api/**"
     assert got["scopeType"] == "resource" and got["resourceId"] == API and got["taskId"] == task["taskId"]
-    assert got["expiresAt"] == clock.iso(now[0] + 90_000) and got["fencingToken"] == 1
+    assert got["expiresAt"] == clock.iso(now[0] + 90_000) and got["fencingToken"] == now[0]  # the ms floor
 
 
 def test_scope_type_defaults_to_path_and_ttl_to_an_hour(net, now):
@@ -230,7 +272,7 @@ def test_a_conflict_names_every_overlapping_claim_of_other_instances_and_writes_
     first = claim(a, "src/api/**")
     second = claim(b, "src/web/*.py")
     claim(b, "docs/**")
-    before = (counter(net.network_id), hot_claims(net.network_id))
+    before = stored(net.network_id)
     with pytest.raises(ClaimConflict) as err:
         claim(c, "src/**")
     conflicts = err.value.details["conflicts"]
@@ -238,24 +280,23 @@ def test_a_conflict_names_every_overlapping_claim_of_other_instances_and_writes_
     assert conflicts[0] == {"claimId": first["claimId"], "scope": "src/api/**", "expiresAt": first["expiresAt"],
                             "holder": {"agent": "coder", "instanceId": a.instance_id}}
     assert mine["claimId"] not in {x["claimId"] for x in conflicts}
-    assert (counter(net.network_id), hot_claims(net.network_id)) == before
+    assert stored(net.network_id) == before
 
 
 def test_a_task_id_must_name_a_task_of_the_network(net, now):
     with pytest.raises(NotFound):
         claim(net.principals["coder0"], "src/**", taskId="task_01ABCDEFGHJKMNPQRSTVWXYZ01")
-    assert counter(net.network_id) == 0
-    assert hot_claims(net.network_id) == []
+    assert stored(net.network_id) == []
 
 
 def test_an_unknown_task_is_404_before_a_conflict_is_409_and_a_renewal_checks_it_too(net, now):
     mine = claim(net.principals["coder0"], "src/**")
-    before = (counter(net.network_id), hot_claims(net.network_id))
+    before = stored(net.network_id)
     with pytest.raises(NotFound):  # would also conflict with coder0's claim: existence first (PROTOCOL.md 2)
         claim(net.principals["coder1"], "src/api/**", taskId="task_01ABCDEFGHJKMNPQRSTVWXYZ01")
     with pytest.raises(NotFound):  # coder0 renewing its own claim under a task that does not exist
         claim(net.principals["coder0"], "src/**", taskId="task_01ABCDEFGHJKMNPQRSTVWXYZ01")
-    assert (counter(net.network_id), hot_claims(net.network_id)) == before
+    assert stored(net.network_id) == before
     assert claim(net.principals["coder0"], "src/**")["claimId"] == mine["claimId"]
 
 
@@ -277,7 +318,7 @@ def test_a_malformed_glob_is_400_naming_the_scope_field(net, scope, scope_type):
     assert err.value.status == 400
     (field,) = err.value.details["fields"]
     assert field["field"] == "scope" and field["message"]
-    assert counter(net.network_id) == 0
+    assert stored(net.network_id) == []
 
 
 def test_a_scope_over_1024_characters_is_400_in_the_model_and_in_the_domain(net):
@@ -305,18 +346,16 @@ def test_a_renewal_gets_a_new_expiry_and_keeps_id_and_token_while_new_claims_kee
     a, b = net.principals["coder0"], net.principals["coder1"]
     t0 = now[0]
     first = claim(a, "src/**", ttlSeconds=10)
-    other = claim(b, "docs/**")
+    claim(b, "docs/**")
     now[0] = t0 + 5000
     again = claim(a, "src/", ttlSeconds=8)
     assert (again["claimId"], again["fencingToken"]) == (first["claimId"], first["fencingToken"])
     assert again["expiresAt"] == clock.iso(t0 + 13_000)
-    later = claim(b, "lib/**")
-    assert later["fencingToken"] > other["fencingToken"] > first["fencingToken"]
     now[0] = t0 + 12_999  # alive only thanks to the renewal
     with pytest.raises(ClaimConflict):
         claim(b, "src/a.py")
     now[0] = t0 + 13_000
-    assert claim(b, "src/a.py")["fencingToken"] > later["fencingToken"]
+    assert claim(b, "src/a.py")["fencingToken"] > first["fencingToken"]
 
 
 def test_a_renewal_may_shorten_the_claim(net, now):
@@ -338,17 +377,29 @@ def test_a_renewal_may_attach_the_claim_to_a_task(net, now):
     assert claim(a, "src/**")["taskId"] == task["taskId"]  # renewing without taskId keeps it
 
 
-def test_fencing_tokens_strictly_increase_across_successful_claims_in_the_network(net, now):
+def test_fencing_tokens_strictly_increase_across_overlapping_claims_whoever_holds_them(net, now):
+    """docs/protocol.md 4.9: a claim whose scope overlaps an earlier claim's gets a larger token,
+    even when the earlier one was released or lapsed, at another anchor, and the clock stands
+    still or goes back (the anchors' high-water marks carry the tokens)."""
     ps = [net.principals[f"coder{i}"] for i in range(3)]
     tokens = []
-    for n in range(12):
-        got = claim(ps[n % 3], f"area{n}/**")
+    scopes = ["src/**", "src/a.py", "**/*.py", "src/a.py", "src/{a,b}.py", "src/", "*/a.py", "src/a.py"]
+    for n, scope in enumerate(scopes):
+        got = claim(ps[n % 3], scope, ttlSeconds=1)
         tokens.append(got["fencingToken"])
-        if n % 4 == 3:
-            release(ps[n % 3], got["claimId"])  # releasing never hands a token back
-        now[0] += 1
-    assert all(x < y for x, y in zip(tokens, tokens[1:]))
-    assert counter(net.network_id) == tokens[-1]
+        if n % 3 == 2:
+            now[0] += 1000  # it lapses
+        else:
+            release(ps[n % 3], got["claimId"])
+            now[0] -= 5000  # ... and the next caller's clock is behind
+    assert all(x < y for x, y in zip(tokens, tokens[1:])), tokens
+
+
+def test_claims_that_cannot_overlap_are_not_ordered_and_never_read_each_other(net, now):
+    a, b = net.principals["coder0"], net.principals["coder1"]
+    first = claim(a, "soak/a1/**")
+    second = claim(b, "soak/b2/**")
+    assert first["fencingToken"] == second["fencingToken"] == now[0]  # both the ms floor: no shared counter
 
 
 def test_two_claims_of_one_instance_that_overlap_are_both_held(net, now):
@@ -447,38 +498,81 @@ def test_a_terminal_task_releases_its_active_claims_and_only_those(net, now):
 # ------------------------------------------------------------------ serialisation
 
 
-def test_the_head_is_read_before_the_claims_so_a_claim_committed_mid_read_is_never_missed(net, now, monkeypatch):
-    """DynamoDB's Query is only read-committed against transactions: a transaction may commit
-    between the items one Query reads. Emulate that: commit a rival claim right after the
-    Query's first item. HEAD must come first, so the rival's counter bump cancels our write."""
+def _interleave(monkeypatch, rival, *, at):
+    """Run ``rival()`` once, inside our claim, right after our step ``at``: ``announce`` (our
+    pending item is written, nothing read) or ``read`` (we read the region, nothing decided)."""
+    from relaynet.store import claims as store
+
+    name = {"announce": "announce", "read": "read_around"}[at]
+    real = getattr(store, name)
+    out = {}
+
+    def step(*args, **kw):
+        got = real(*args, **kw)
+        if not out:
+            out["rival"] = None
+            monkeypatch.setattr(store, name, real)
+            out["rival"] = rival()
+        return got
+
+    monkeypatch.setattr(store, name, step)
+    return out
+
+
+@pytest.mark.parametrize("at", ["announce", "read"])
+def test_a_rival_granted_between_our_steps_wins_and_we_get_409_naming_it(net, now, monkeypatch, at):
+    """Write, then read: a rival that claims an overlapping scope after our announcement, before
+    we read (it sees us pending and defeats us) or after we read (it defeats us after we saw
+    nothing of it) wins, and our grant is cancelled and answered 409 naming it."""
     a, b = net.principals["coder0"], net.principals["coder1"]
-    claim(net.principals["coder2"], "docs/**")  # so the partition holds more than HEAD
-    real_query = t.query
-    rival = {}
-
-    def read_committed_query(pk, **kw):
-        out = []
-        for n, (ipk, isk) in enumerate([(i["PK"], i["SK"]) for i in real_query(pk, **kw)]):
-            if n == 1 and not rival and pk == k.claims_pk(net.network_id):
-                rival["claim"] = None
-                monkeypatch.setattr(t, "query", real_query)
-                rival["claim"] = claim(b, "src/a.py")
-                monkeypatch.setattr(t, "query", read_committed_query)
-            item = t.get(ipk, isk)
-            if item is not None:
-                out.append(item)
-        return out
-
-    monkeypatch.setattr(t, "query", read_committed_query)
+    raced = _interleave(monkeypatch, lambda: claim(b, "src/a.py"), at=at)
     with pytest.raises(ClaimConflict) as err:
         claim(a, "src/**")
-    assert [c["claimId"] for c in err.value.details["conflicts"]] == [rival["claim"]["claimId"]]
+    assert [c["claimId"] for c in err.value.details["conflicts"]] == [raced["rival"]["claimId"]]
+    assert [c["id"] for c in tree_claims(net.network_id)] == [raced["rival"]["claimId"]]
+
+
+def test_two_announcements_that_see_each_other_give_exactly_one_winner(net, now, monkeypatch):
+    """Both announce before either reads: each sees the other pending; the first grant defeats
+    the other, whose own grant is then cancelled and answered 409."""
+    from relaynet.store import claims as store
+
+    a, b = net.principals["coder0"], net.principals["coder1"]
+    real = store.read_around
+    results = {}
+
+    def b_claims_after_our_announcement(*args, **kw):
+        monkeypatch.setattr(store, "read_around", real)
+        monkeypatch.setattr(store, "announce", real_announce)
+        try:
+            results["b"] = claim(b, "src/a.py")
+        except ClaimConflict as exc:
+            results["b"] = exc
+        return real(*args, **kw)
+
+    real_announce = store.announce
+
+    def announce(item):
+        got = real_announce(item)
+        monkeypatch.setattr(store, "read_around", b_claims_after_our_announcement)
+        return got
+
+    monkeypatch.setattr(store, "announce", announce)
+    try:
+        results["a"] = claim(a, "src/**")
+    except ClaimConflict as exc:
+        results["a"] = exc
+    winners = [r for r in results.values() if isinstance(r, dict)]
+    assert len(winners) == 1, results
+    loser = next(r for r in results.values() if isinstance(r, ClaimConflict))
+    assert [c["claimId"] for c in loser.details["conflicts"]] == [winners[0]["claimId"]]
 
 
 def test_a_renewal_and_a_new_claim_judged_by_different_clocks_never_both_succeed(net, now, monkeypatch):
     """The holder's clock says its claim is still alive and renews it; another instance's clock
     says it lapsed and claims the scope, committing between the holder's read and its write.
-    The renewal moves HEAD too, so it is cancelled, re-read, and answered 409."""
+    The new claim moved the lapsed item on ``expiresAt = :seen``, so the renewal (on the same
+    condition) is cancelled, announces again, and is answered 409."""
     a, b = net.principals["coder0"], net.principals["coder1"]
     t0 = now[0]
     held = claim(a, "src/**", ttlSeconds=10)
@@ -495,11 +589,11 @@ def test_a_renewal_and_a_new_claim_judged_by_different_clocks_never_both_succeed
 
     now[0] = t0 + 9_999
     monkeypatch.setattr(t, "transact", transact_late)
-    monkeypatch.setattr(claims, "MOVE_PER_CALL", 0)  # b's claim leaves the lapsed item where it is
     with pytest.raises(ClaimConflict) as err:
         claim(a, "src/**", ttlSeconds=10)  # a renewal, by a's clock
     assert [c["claimId"] for c in err.value.details["conflicts"]] == [rival["claim"]["claimId"]]
-    assert t.get(*k.claim(net.network_id, held["claimId"]))["expiresAt"] == t0 + 10_000  # not renewed
+    ended = t.get(*k.ended_claim(net.network_id, held["claimId"]))
+    assert ended["endReason"] == "expired" and ended["expiresAt"] == t0 + 10_000  # not renewed
 
 
 def test_a_release_racing_a_renewal_loses_nothing(net, now, monkeypatch):
@@ -525,22 +619,25 @@ def test_a_release_racing_a_renewal_loses_nothing(net, now, monkeypatch):
 # ------------------------------------------------------------------ the hot partition stays small
 
 
-def test_released_and_lapsed_claims_leave_the_hot_partition(net, now):
+def test_released_and_lapsed_claims_leave_the_tree_when_a_claim_reads_their_region(net, now):
     a = net.principals["coder0"]
-    kept = claim(a, "keep/**", ttlSeconds=3600)
+    kept = claim(a, "src/keep/**", ttlSeconds=3600)
     for n in range(10):
-        release(a, claim(a, f"released{n}/**")["claimId"])
-    lapsing = [claim(a, f"lapsing{n}/**", ttlSeconds=1)["claimId"] for n in range(claims.MOVE_PER_CALL + 4)]
-    assert [i["id"] for i in hot_claims(net.network_id)] == [kept["claimId"], *lapsing]
+        release(a, claim(a, f"src/released{n}/**")["claimId"])
+    lapsing = [claim(a, f"src/lapsing{n}/**", ttlSeconds=1)["claimId"] for n in range(claims.MOVE_PER_CALL + 4)]
+    assert [i["id"] for i in tree_claims(net.network_id)] == [kept["claimId"], *lapsing]
     now[0] += 1000
-    first = claim(a, "new1/**")  # moves MOVE_PER_CALL lapsed claims ...
-    second = claim(a, "new2/**")  # ... and the next call the rest
-    assert [i["id"] for i in hot_claims(net.network_id)] == [kept["claimId"], first["claimId"], second["claimId"]]
+    elsewhere = claim(a, "docs/**")  # reads nothing under src/: moves nothing
+    assert [i["id"] for i in tree_claims(net.network_id)] == [kept["claimId"], *lapsing, elsewhere["claimId"]]
+    first = claim(a, "src/**")  # moves MOVE_PER_CALL lapsed claims it does not overlap... it overlaps them all
+    assert [i["id"] for i in tree_claims(net.network_id)] == [kept["claimId"], elsewhere["claimId"], first["claimId"]]
     for c in lapsing:
         assert t.get(*k.ended_claim(net.network_id, c))["endReason"] == "expired"
 
 
-def test_a_claim_call_is_one_query_and_one_transaction_reading_only_live_claims(net, now):
+def test_a_claim_reads_only_its_region_whatever_the_network_holds_elsewhere(net, now):
+    """Announce, one Query per proper prefix of the anchor and one of its subtree, one grant;
+    30 released and 5 live claims elsewhere are never read (ScannedCount)."""
     a = net.principals["coder0"]
     for n in range(30):
         release(a, claim(a, f"old{n}/**")["claimId"])
@@ -554,9 +651,14 @@ def test_a_claim_call_is_one_query_and_one_transaction_reading_only_live_claims(
     client = t.client()
     client.meta.events.register("after-call.dynamodb", record, unique_id="test-claims-count")
     try:
-        claim(net.principals["coder1"], "src/**")
+        claim(net.principals["coder1"], "src/api/**")
+        granted = list(calls)
+        calls.clear()
         with pytest.raises(ClaimConflict):
             claim(net.principals["coder1"], "live0/a.py")
     finally:
         client.meta.events.unregister("after-call.dynamodb", unique_id="test-claims-count")
-    assert calls == [("Query", 6), ("TransactWriteItems", None), ("Query", 7)]  # HEAD + live claims
+    # root, src, then src/api's subtree (only our announcement)
+    assert granted == [("PutItem", None), ("Query", 0), ("Query", 0), ("Query", 1), ("TransactWriteItems", None)]
+    # root, then live0 (coder0's claim and its mark), then live0/a.py's subtree (our announcement), withdrawn
+    assert calls == [("PutItem", None), ("Query", 0), ("Query", 2), ("Query", 1), ("DeleteItem", None)]

@@ -3,8 +3,9 @@ holds against the real store, a stale read loses, and what one write puts anothe
 
 The domain's behaviour over them is tested through the tools elsewhere; these tests pin what the
 domain relies on from each repository: a thread written at a stale version is refused, a mailbox
-entry is taken once, a task put at a stale version is refused, the claims HEAD serialises, an
-ended claim leaves the hot partition, a used confirmation cannot be used again, and a stop built
+entry is taken once, a task put at a stale version is refused, a claim announcement is granted
+once and never after it was touched or defeated, a high-water mark only rises, a claim's region
+reads nothing of a disjoint subtree, an ended claim leaves the tree, a used confirmation cannot be used again, and a stop built
 from a stale read of the instance's ``active`` set is refused.
 """
 
@@ -19,6 +20,7 @@ from relaynet.models import worker as w
 from relaynet.store import claims as claim_store
 from relaynet.store import directory as dir_store
 from relaynet.store import events as event_store
+from relaynet.store import keys as k
 from relaynet.store import mailboxes as mail_store
 from relaynet.store import table as t
 from relaynet.store import tasks as task_store
@@ -103,22 +105,49 @@ class TestTasks:
 
 
 class TestClaims:
-    def test_the_head_counter_serialises_and_an_ended_claim_leaves_the_hot_partition(self, net):
-        nid = net.network_id
-        item, put = claim_store.new_claim(nid, {"id": "clm_1", "scopeType": "path", "scope": "a/**",
-                                                "holder": {"instanceId": "i"}, "expiresAt": clock.now_ms() + 60_000,
-                                                "fencingToken": 1})
-        claim_store.commit([claim_store.bump_action(nid, 0), put])
-        with pytest.raises(claim_store.TransactionCancelled):  # a rival that read the counter at 0
-            _, rival = claim_store.new_claim(nid, {**item, "id": "clm_2"})
-            claim_store.commit([claim_store.bump_action(nid, 0), rival])
-        counter, live = claim_store.read_partition(nid)
-        assert counter == 1 and [c["id"] for c in live] == ["clm_1"]
-        claim_store.commit(claim_store.end_actions(nid, live[0], clock.now_ms(), "released"))
-        assert claim_store.read_partition(nid) == (1, [])
+    def test_an_announcement_is_granted_once_and_a_touched_or_defeated_one_never(self, net):
+        nid, now = net.network_id, clock.now_ms()
+        pk = k.claim_tree_pk(nid, "path", None)
+
+        def announced(inst, n):
+            item = {"PK": pk, "SK": claim_store.tree_sk("a", inst, "a/**"), "kind": "claim", "state": "pending",
+                    "attempt": f"att{n}", "rev": 0, "id": f"clm_{n}", "scopeType": "path", "scope": "a/**",
+                    "holder": {"instanceId": inst}, "announcedAt": now}
+            assert claim_store.announce(item) is None
+            return item
+
+        mine, rival = announced("i1", 1), announced("i2", 2)
+        assert claim_store.announce({**mine, "attempt": "att9"})["attempt"] == "att1"  # one per instance and scope
+        grant = claim_store.grant_action(mine, token=now, expires_ms=now + 60_000, task_id=None, ref_ttl=0)
+        claim_store.commit([claim_store.defeat_action(rival, "clm_1"), grant])
+        with pytest.raises(claim_store.TransactionCancelled):  # the rival's grant: it was defeated
+            claim_store.commit([claim_store.grant_action(rival, token=now, expires_ms=now, task_id=None, ref_ttl=0)])
+        with pytest.raises(claim_store.TransactionCancelled):  # granted once only
+            claim_store.commit([grant])
+        third = announced("i3", 3)
+        claim_store.commit([claim_store.touch_action(third)])
+        with pytest.raises(claim_store.TransactionCancelled):  # touched since it was read (rev 0)
+            claim_store.commit([claim_store.grant_action(third, token=now, expires_ms=now, task_id=None, ref_ttl=0)])
+        assert claim_store.withdraw(pk, third["SK"], "att3") and not claim_store.withdraw(pk, third["SK"], "att3")
+
+    def test_a_high_water_mark_only_rises_and_an_ended_claim_leaves_the_tree(self, net):
+        nid, now = net.network_id, clock.now_ms()
+        pk = k.claim_tree_pk(nid, "path", None)
+        claim_store.commit([claim_store.high_water_action(pk, "a", 5, now)])
+        with pytest.raises(claim_store.TransactionCancelled):
+            claim_store.commit([claim_store.high_water_action(pk, "a", 5, now)])
+        claim_store.commit([claim_store.high_water_action(pk, "a", 6, now)])
+        tree = {"PK": pk, "SK": claim_store.tree_sk("a", "i1", "a/**"), "kind": "claim", "state": "granted",
+                "attempt": "x", "rev": 0, "id": "clm_1", "scopeType": "path", "scope": "a/**",
+                "holder": {"instanceId": "i1"}, "expiresAt": now + 60_000, "fencingToken": 7}
+        claim_store.commit([t.tx_put(tree), claim_store.ref_put(nid, tree, 0)])
+        assert [i["SK"] for i in claim_store.read_around(pk, ("a",))] == [tree["SK"], claim_store.high_water_sk("a")]
+        assert claim_store.read_around(pk, ("b",)) == []  # a disjoint subtree reads nothing of it
+        claim_store.commit(claim_store.end_actions(nid, tree, now, "released"))
+        assert [i["SK"] for i in claim_store.read_around(pk, ("a", "x.py"))] == [claim_store.high_water_sk("a")]
         assert claim_store.get_ended(nid, "clm_1")["endReason"] == "released" and claim_store.exists(nid, "clm_1")
         with pytest.raises(claim_store.TransactionCancelled):  # ending it twice
-            claim_store.commit(claim_store.end_actions(nid, live[0], clock.now_ms(), "released"))
+            claim_store.commit(claim_store.end_actions(nid, tree, now, "released"))
 
 
 class TestDirectory:
@@ -166,9 +195,9 @@ def test_a_stop_releases_claims_and_requeues_tasks_in_the_one_transaction_that_c
     out = instances.stop_agent(OPS, None, coder.instance_id, first["confirmationId"])
     assert out == {"instanceId": coder.instance_id, "status": "stopped", "releasedClaims": 1,
                    "requeuedTasks": [task["taskId"]]}
-    assert len(transactions) == 1  # confirmation, instance, token, event, claim (3), task put + 2 notices
+    assert len(transactions) == 1  # confirmation, instance, token, event, claim (4), task put + 2 notices
     assert task_store.get(nid, task["taskId"])["state"] == "pending"
-    assert claim_store.read_partition(nid)[1] == []
+    assert claims.active_for_network(nid) == [] and claim_store.refs(nid) == []
     assert authorize(net.token("coder0")) is None  # the token is revoked
     kinds = [e["kind"] for e in event_store.newest_first(nid, None, 10, clock.now_ms() // 1000)]
     assert kinds[:2] == ["instance", "claim"]

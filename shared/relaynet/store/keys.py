@@ -12,7 +12,8 @@ access patterns each serves).
 | send record (Idempotency-Key of an ask / reply, 1 h) | ``NET#<net>#SEND#<sha256>`` | ``SEND`` |
 | task and its artifacts | ``NET#<net>#TASK#<task>`` | ``META`` / ``ART#<art>`` |
 | artifact without task | ``NET#<net>#ARTS`` | ``ART#<art>`` |
-| claims head and active claims | ``NET#<net>#CLAIMS`` | ``HEAD`` / ``CLAIM#<clm>`` |
+| claim by id (a reference to its tree item) and a task's claims | ``NET#<net>#CLAIMS`` | ``CLAIM#<clm>`` / ``TASK#<task>#HEAD``, ``TASK#<task>#CLM#<clm>`` |
+| claim tree of one namespace (live and pending claims, high-water marks) | ``NET#<net>#CLAIMTREE#<scopeType>#<resourceId>`` | ``A#<anchor>//<instance>#<scope hash>`` / ``A#<anchor>//~HW`` |
 | ended claims (released or expired, kept a day) | ``NET#<net>#CLAIMS#ENDED`` | ``CLAIM#<clm>`` |
 | the deployment's cursor-signing key | ``CONFIG#CURSORS`` | ``KEY`` |
 
@@ -203,7 +204,20 @@ def claims_pk(net_id: str) -> str:
 
 
 def claims_head(net_id: str) -> tuple[str, str]:
+    """The network-wide fencing counter of the layout before issue 25 (read only to migrate)."""
     return claims_pk(net_id), "HEAD"
+
+
+def claim_tree_pk(net_id: str, scope_type: str, resource_id: str | None) -> str:
+    """The claim tree of one namespace (PROTOCOL.md 4.9: claims conflict only within one
+    ``scopeType`` and ``resourceId``); relaynet.store.claims lays out its sort keys."""
+    return f"{net(net_id)}#CLAIMTREE#{scope_type}#{resource_id or ''}"
+
+
+def task_claims(net_id: str, task_id: str) -> tuple[str, str]:
+    """(partition, sort-key prefix) of a task's claim index: its ``HEAD`` counter and an entry
+    per claim that carried the task."""
+    return claims_pk(net_id), f"TASK#{task_id}#"
 
 
 def claim(net_id: str, claim_id: str) -> tuple[str, str]:
