@@ -102,8 +102,9 @@ class Hub:
             args += ["--store", "memory"]
         env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL_DYNAMODB"}
         env["POWERTOOLS_LOG_LEVEL"] = "WARNING"
+        env["POWERTOOLS_METRICS_DISABLED"] = "false"  # the hub's own counts (conflict retries), on its stdout
         self.log = open(tmp / "serve.log", "wb")
-        self.metrics = open(tmp / "metrics.log", "wb")  # the functions' metrics (EMF lines, stdout)
+        self.metrics = open(tmp / "metrics.log", "wb")  # its stdout
         started = time.monotonic()
         self.proc = subprocess.Popen(args, cwd=tmp, env=env, stdout=self.metrics, stderr=self.log)
         while True:
@@ -133,9 +134,10 @@ class Hub:
         self.metrics.close()
 
     def counted(self, function: str, metric: str) -> float:
-        """The sum of ``metric`` the hub's ``function`` reported (its EMF lines on stdout)."""
+        """The sum of ``metric`` the hub's ``function`` reported (its EMF lines, on either stream)."""
         total = 0.0
-        for line in (self.tmp / "metrics.log").read_text(errors="replace").splitlines():
+        text = "".join((self.tmp / name).read_text(errors="replace") for name in ("metrics.log", "serve.log"))
+        for line in text.splitlines():
             if not line.startswith('{"_aws"'):
                 continue
             try:
@@ -175,8 +177,8 @@ class Recorder:
         try:
             response = http.post(f"/v1/tools/{tool}", json=args)
             status, body = response.status_code, (response.json() if response.content else {})
-        except httpx.HTTPError:
-            status, body = 599, {}
+        except httpx.HTTPError as exc:  # 599: no answer (the client's own failure, named)
+            status, body = 599, {"client": f"{type(exc).__name__}: {exc}", "ms": round((time.perf_counter() - started) * 1000)}
         ms = (time.perf_counter() - started) * 1000
         with self.lock:
             self.samples.append((ms, status))
@@ -307,6 +309,10 @@ def run(store: str, calls: int, window: int, max_seconds: float, think: float = 
         for t in threads:
             t.join()
         _drain(rec, hub.url, hub.tokens)
+        if rec.unexpected:  # what the hub logged about them, kept past the temporary directory
+            kept = Path(tempfile.gettempdir()) / f"bench-local-store-{os.getpid()}-serve.log"
+            kept.write_text((hub.tmp / "serve.log").read_text(errors="replace"))
+            print(f"   unexpected answers: the hub's log is kept at {kept}")
         acked = [m for ids in rec.acked.values() for m in ids]
         missing = sum(1 for m in acked if rec.delivered[m] == 0)
         duplicated = sum(1 for m in acked if rec.delivered[m] > 1)

@@ -28,9 +28,10 @@ modulus).
 tree of ``--claim-dirs`` directories (``d<i>/s<j>``, 10 subdirectories per top directory), on
 ``--claim-threads`` threads, ``--claim-rounds`` rounds each: a claim of a random directory
 (``d3/s7/**``) or of a file in it (``d3/s7/f12.py``), then its release. Printed: claims granted
-and refused, the writes (Put, Update, Delete, transactional or not) per item, and the busiest
-item's share of them (before issue 25 the network's claims HEAD took every claim's write:
-share 1.0). ``--skip-sweep`` runs only this step.
+and refused, the writes (Put, Update, Delete, transactional or not, cancelled attempts included)
+per item, and the busiest item's share of them. Before issue 25 every claim attempt wrote the
+network's claims HEAD: 1,000 x 3 over 200 directories, it took 12,606 of 46,602 writes (0.27);
+after, the busiest item is one directory's mark (0.001). ``--skip-sweep`` runs only this step.
 """
 
 from __future__ import annotations

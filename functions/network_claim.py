@@ -13,7 +13,7 @@ from relaynet.models.worker import ClaimRequest
 
 # The DynamoDB actions this function may use (the catalogue's): its policy in template.yaml names
 # exactly these, and relaynet.store.table refuses any other while the handler runs.
-DYNAMODB_ACTIONS = ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")
+DYNAMODB_ACTIONS = ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")
 
 tool = ToolApp("network_claim", actions=DYNAMODB_ACTIONS)
 

@@ -155,7 +155,7 @@ WORKER_TOOLS: tuple[Tool, ...] = (
          "or a resource before you change them; claiming the same scope again renews it. A 409 "
          "names the holder: then work elsewhere or ask them. " + CLAIMS_ARE_COORDINATION,
          response="NetworkClaimResult", call="relaynet.claims.claim",
-         actions=("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")),
+         actions=("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem")),
     Tool("network_release", "worker", "ReleaseRequest",
          "Release a claim you hold as soon as you are done with the scope, so others may take it. "
          + CLAIMS_ARE_COORDINATION,

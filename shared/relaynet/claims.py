@@ -7,15 +7,18 @@ A claim's *anchor* is the longest literal directory prefix of its glob (common t
 alternatives): ``soak/a1`` for ``soak/a1/**``, ``src/app.py`` for ``src/app.py``, the root for
 ``**/*.md``. Every path the glob matches lies under its anchor, so two claims can overlap only if
 one anchor is a prefix of the other. A claim at anchor ``a`` therefore reads (strongly
-consistent) the items *at* each proper prefix of ``a`` and the items of ``a``'s whole subtree:
-``depth + 1`` Queries that see nothing of disjoint subtrees (``soak/a1/**`` never reads
-``soak/b2/**``), and decides overlap exactly with :mod:`relaynet.globs`. A task scope overlaps
+consistent) the items of ``a``'s whole subtree and the items *at* each proper prefix of ``a``
+that has a *mark* (every announcement writes its anchor's mark, so an unmarked prefix holds no
+claim): one Query beside one BatchGetItem of the prefixes' marks, plus a Query per marked
+prefix, none of them seeing anything of disjoint subtrees (``soak/a1/**`` never reads
+``soak/b2/**``); overlap is decided exactly with :mod:`relaynet.globs`. A task scope overlaps
 only an equal one: one Query of its own anchor.
 
 Announce, read, decide (why no counter is needed)
 -------------------------------------------------
 1. *Announce*: Put a ``pending`` tree item (one per instance and scope, on
-   ``attribute_not_exists``; finding the instance's own granted item there is a renewal).
+   ``attribute_not_exists``; finding the instance's own granted item there is a renewal) and its
+   anchor's mark, in one transaction.
 2. *Read* the overlapping region.
 3. *Decide*: a live granted claim of another instance that overlaps is a 409 (the announcement is
    withdrawn). Otherwise one TransactWriteItems grants it: our item ``pending -> granted`` on
@@ -25,7 +28,8 @@ Announce, read, decide (why no counter is needed)
    overlapping lapsed claim seen is moved to the ended partition (on ``expiresAt = :seen``).
 
 Each caller writes before it reads, so of two overlapping concurrent claims at least one sees the
-other's announcement; the one that sees it names it in its grant; transactions are
+other's announcement (a claim below an announced anchor reads its mark after the announcement
+committed, or else announced before the other read its subtree); the one that sees it names it in its grant; transactions are
 serialisable, so whichever commits first wins and the other's grant is cancelled (its own item is
 defeated, or the item it meant to defeat is granted), re-reads, and answers 409 naming the winner.
 A defeated announcement is only ever defeated together with its defeater's grant, so some caller
@@ -203,22 +207,34 @@ class _Claiming:
         self.sk = store.tree_sk(self.anchor_path, self.me, scope)
         self.overlaps = _overlap_test(req.scopeType, scope)
 
+    def _retry(self) -> bool:
+        """Count one lost race (announcing or granting, one budget for both) and wait a
+        jittered moment; False once :data:`MAX_ATTEMPTS` are spent."""
+        self.attempts += 1
+        if self.attempts >= MAX_ATTEMPTS:
+            return False
+        _backoff(self.attempts)
+        return True
+
     def run(self) -> dict[str, Any]:
-        for attempt in range(MAX_ATTEMPTS):
+        self.attempts = 0
+        while True:
             now = clock.now_ms()
             mine = self._announcement(now)
             seen = store.announce(mine)
             if seen is not None:
                 outcome = self._over(seen, mine, now)
                 if outcome is None:
-                    _backoff(attempt)
-                    continue
+                    if self._retry():
+                        continue
+                    break
                 if outcome is not mine:
                     return outcome  # a renewal
             decided = self._decide(mine)
             if decided is not None:
                 return decided
-            _backoff(attempt)
+            if not self._retry():
+                break
         raise Conflict("in_progress", "too many concurrent claims on this scope; retry", headers={"Retry-After": "1"})
 
     def _announcement(self, now: int) -> dict[str, Any]:
@@ -262,6 +278,7 @@ class _Claiming:
                 actions += store.task_index_actions(self.net, item["taskId"], item, ref_ttl)
         else:
             actions = [store.renew_action(seen, expires, task_id)]
+        actions.append(store.mark_action(self.pk, self.anchor_path, now))  # the mark outlives the claim
         try:
             store.commit(actions)
         except store.TransactionCancelled:
@@ -270,8 +287,8 @@ class _Claiming:
 
     def _decide(self, mine: dict[str, Any]) -> dict[str, Any] | None:
         """Read and decide until granted (the result), refused (ClaimConflict), or our
-        announcement is gone (None: announce again)."""
-        for attempt in range(MAX_ATTEMPTS):
+        announcement is gone or the budget is spent (None)."""
+        while self.attempts < MAX_ATTEMPTS:
             now = clock.now_ms()
             around = store.read_around(self.pk, self.anchor, exact_only=self.req.scopeType == "task")
             current = next((i for i in around if i["SK"] == self.sk), None)
@@ -294,8 +311,10 @@ class _Claiming:
             try:
                 store.commit(actions)
             except store.TransactionCancelled:
-                _backoff(attempt)
-                continue
+                if self._retry():
+                    continue
+                store.withdraw(self.pk, self.sk, mine["attempt"])
+                return None
             return _result(self.granted)
         return None
 

@@ -112,7 +112,7 @@ class TestClaims:
         def announced(inst, n):
             item = {"PK": pk, "SK": claim_store.tree_sk("a", inst, "a/**"), "kind": "claim", "state": "pending",
                     "attempt": f"att{n}", "rev": 0, "id": f"clm_{n}", "scopeType": "path", "scope": "a/**",
-                    "holder": {"instanceId": inst}, "announcedAt": now}
+                    "holder": {"instanceId": inst}, "anchor": "a", "announcedAt": now}
             assert claim_store.announce(item) is None
             return item
 

@@ -9,8 +9,10 @@ Three places hold a claim's state (docs/architecture.md "The table"):
   the items *at* an anchor are one sort-key prefix (``A#soak//``) and its whole subtree another
   (``A#soak/``). A tree item is ``pending`` (announced, not yet decided), ``granted`` (the claim)
   or ``defeated`` (lost to a claim that was granted). Beside the claims each anchor keeps a
-  high-water mark, ``A#<anchor>//~HW``: the largest fencing token granted there, so a token
-  outlives its claim (``tok``; ``ttl`` 2 days after its last grant).
+  *mark*, ``A#<anchor>//~HW``, written with every announcement there (so a claim below it knows
+  to read this anchor) and holding the largest fencing token granted there (``tok``), so a token
+  outlives its claim; ``ttl`` 3 days after its last write, longer than any claim written with it
+  lives without a renewal (which writes it again).
 * A **reference** by claim id, ``NET#<net>#CLAIMS`` / ``CLAIM#<clm>``: the claim's immutable
   fields and where its tree item is (``treePk``, ``treeSk``), for release by id and listings.
 * A **task index**, ``NET#<net>#CLAIMS`` / ``TASK#<task>#CLM#<clm>`` (a pointer per claim that
@@ -34,7 +36,7 @@ from relaynet.store import table as t
 TransactionCancelled = t.TransactionCancelled
 
 KEEP_AFTER_END_S = 86_400  # ended claims stay readable a day (for release answers)
-HIGH_WATER_KEEP_S = 2 * 86_400  # a high-water mark outlives the last grant at its anchor by 2 days
+MARK_KEEP_S = 3 * 86_400  # an anchor's mark outlives the last claim written with it (at most a day) by 2 days
 PENDING_KEEP_S = 3_600  # an announcement nobody decides (its caller died) is removed by TTL
 MAX_SK_BYTES = 1024  # DynamoDB's limit on a sort key
 _SUFFIX_BYTES = 80  # "//" + instance id + "#" + 32 hex digits, with room to spare
@@ -66,18 +68,25 @@ def is_high_water(item: dict[str, Any]) -> bool:
 
 def read_around(pk: str, anchor: tuple[str, ...], *, exact_only: bool = False) -> list[dict[str, Any]]:
     """Every tree item that could overlap a claim at ``anchor``, strongly consistent: the items
-    at each proper prefix of it (one Query each, root first) and the items of its whole subtree,
-    itself included (one Query). ``exact_only``: only the items at ``anchor`` (task scopes, which
-    overlap only when equal). Costs ``len(anchor) + 1`` Queries, whatever the network holds
+    of its whole subtree, itself included (one Query), and the items at each proper prefix of it
+    that has a mark (one BatchGetItem of the marks, sent with the Query; then one Query per
+    marked prefix, at once). Marks are written with every announcement, so a prefix without one
+    holds no claim an announcement of ours has to see (module docstring). ``exact_only``: only
+    the items at ``anchor`` (task scopes, which overlap only when equal). A claim whose
+    ancestors hold no claims costs two reads, whatever its depth and whatever the network holds
     elsewhere; the root's subtree (a prefix-less glob such as ``**/*.md``) is the namespace."""
     path = "/".join(anchor)
     if exact_only:
         return t.query(pk, sk_prefix=f"A#{path}//")
-    out: list[dict[str, Any]] = []
-    for depth in range(len(anchor)):
-        out += t.query(pk, sk_prefix=f"A#{'/'.join(anchor[:depth])}//")
-    out += t.query(pk, sk_prefix=f"A#{path}/" if anchor else "A#")
-    return out
+    if not anchor:
+        return t.query(pk, sk_prefix="A#")
+    ancestors = ["/".join(anchor[:depth]) for depth in range(len(anchor))]
+    marks: dict[tuple[str, str], dict[str, Any]] = {}
+    subtree = t.in_parallel(
+        lambda: t.query(pk, sk_prefix=f"A#{path}/"),
+        lambda: marks.update(get_trees((pk, high_water_sk(a)) for a in ancestors)))[0]
+    marked = [a for a in ancestors if (pk, high_water_sk(a)) in marks]
+    return [*t.query_prefixes(pk, [f"A#{a}//" for a in marked]), *subtree]
 
 
 def get_tree(pk: str, sk: str) -> dict[str, Any] | None:
@@ -90,12 +99,24 @@ def get_trees(keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict[str
     return t.batch_get(keys)
 
 
+def mark_action(pk: str, anchor: str, now_ms: int) -> dict[str, Any]:
+    """Write ``anchor``'s mark (its ``tok`` untouched), kept :data:`MARK_KEEP_S` from now."""
+    return t.tx_update(pk, high_water_sk(anchor), "SET #kind = :k, #ttl = :ttl", names={"#kind": "kind", "#ttl": "ttl"},
+                       k="claim_hw", ttl=now_ms // 1000 + MARK_KEEP_S)
+
+
 def announce(item: dict[str, Any]) -> dict[str, Any] | None:
-    """Put a ``pending`` tree item on ``attribute_not_exists``: None when written, else the item
-    already there (read strongly consistent; None again if it vanished in between, so call again)."""
-    if t.put(item, "attribute_not_exists(PK)"):
+    """Put a ``pending`` tree item on ``attribute_not_exists``, with its anchor's mark, in one
+    transaction: None when written, else the item already there (read strongly consistent), or
+    ``{}`` when it vanished in between or the transaction met another one (call again)."""
+    try:
+        t.transact([t.tx_put(item, "attribute_not_exists(PK)"),
+                    mark_action(item["PK"], item["anchor"], int(item["announcedAt"]))])
         return None
-    return t.get(item["PK"], item["SK"]) or {}
+    except TransactionCancelled as exc:
+        if exc.reasons and exc.reasons[0] == "ConditionalCheckFailed":
+            return t.get(item["PK"], item["SK"]) or {}
+        return {}
 
 
 def withdraw(pk: str, sk: str, attempt: str) -> bool:
@@ -108,7 +129,8 @@ def replace_dead(item: dict[str, Any], seen: dict[str, Any]) -> bool:
     announcement whose caller died), on condition that it is still the one seen. False if not."""
     try:
         t.transact([t.tx_put(item, "attempt = :a AND #st = :s", names={"#st": "state"},
-                             a=seen["attempt"], s=seen["state"])])
+                             a=seen["attempt"], s=seen["state"]),
+                    mark_action(item["PK"], item["anchor"], int(item["announcedAt"]))])
         return True
     except TransactionCancelled:
         return False
@@ -142,10 +164,10 @@ def touch_action(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def high_water_action(pk: str, anchor: str, token: int, now_ms: int) -> dict[str, Any]:
-    """Raise ``anchor``'s high-water mark to ``token``, on condition that it is below it."""
+    """Raise ``anchor``'s mark to ``token``, on condition that it is below it (its TTL renewed)."""
     return t.tx_update(pk, high_water_sk(anchor), "SET tok = :t, #kind = :k, #ttl = :ttl",
                        "attribute_not_exists(tok) OR tok < :t", names={"#kind": "kind", "#ttl": "ttl"},
-                       t=token, k="claim_hw", ttl=now_ms // 1000 + HIGH_WATER_KEEP_S)
+                       t=token, k="claim_hw", ttl=now_ms // 1000 + MARK_KEEP_S)
 
 
 def renew_action(item: dict[str, Any], expires_ms: int, task_id: str | None, *,

@@ -25,6 +25,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable, Iterable, Iterator
@@ -318,6 +320,34 @@ def query(
         if limit is not None and len(items) >= limit:
             break
     return items
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def in_parallel(*calls: Callable[[], Any]) -> list[Any]:
+    """Run the calls at once, the first in this thread and the others on shared threads (each
+    keeps the caller's context: its declared actions), and return their results in order; the
+    first exception raised is raised. A Lambda container serves one request at a time, so it
+    uses at most a few; the local stack runs every function in one process, so the pool is as
+    large as the requests it serves at once (32)."""
+    global _pool
+    if len(calls) <= 1:
+        return [call() for call in calls]
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="relaynet-store")
+    futures = [_pool.submit(contextvars.copy_context().run, call) for call in calls[1:]]
+    first = calls[0]()
+    return [first, *(f.result() for f in futures)]
+
+
+def query_prefixes(pk: str, prefixes: list[str]) -> list[dict[str, Any]]:
+    """The strongly consistent Queries of one partition for each sort-key prefix, sent at once
+    (:func:`in_parallel`), their items concatenated in the order of ``prefixes``."""
+    results = in_parallel(*(functools.partial(query, pk, sk_prefix=p) for p in prefixes))
+    return [item for items in results for item in items]
 
 
 def iterate(
