@@ -304,6 +304,10 @@ class _Handler(BaseHTTPRequestHandler):
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # socketserver's listen backlog is 5: with 32 agents on a busy 2-core machine the accept loop
+    # falls behind and connections are reset before they reach a handler (bench_local_store
+    # --agents 32 saw "Connection reset by peer", nothing in the hub's log).
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], stack: "LocalStack"):
         self.stack = stack
