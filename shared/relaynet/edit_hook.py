@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from relaynet.globs import literal
-from relaynet.guard import Unavailable, has_control_character
+from relaynet.guard import Unavailable, has_control_character, unset
 
 EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 MATCHER = "|".join(EDIT_TOOLS)
@@ -209,7 +209,7 @@ def pre_tool_use(event: Mapping[str, Any], environ: Mapping[str, str], mode: str
     resource = environ.get("RELAYNET_CLAIM_RESOURCE") or None
     try:
         if not url or not token:
-            raise Unavailable("RELAYNET_URL and RELAYNET_TOKEN are not set")
+            raise Unavailable(unset(environ))
         path, top = claim_path(file_path, str(event.get("cwd") or ""), environ)
         if path is None or has_control_character(path):
             with state(token) as st:

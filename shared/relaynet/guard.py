@@ -47,6 +47,13 @@ class Unavailable(Exception):
     """The hub could not be asked (unreachable, slow, the token refused, not configured)."""
 
 
+def unset(environ: Mapping[str, str]) -> str:
+    """What is missing of ``RELAYNET_URL`` and ``RELAYNET_TOKEN``, named: ``"RELAYNET_TOKEN is
+    not set"`` (the warning of the guard and of the edit hook when they cannot ask the hub)."""
+    missing = [name for name in ("RELAYNET_URL", "RELAYNET_TOKEN") if not environ.get(name)]
+    return f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set"
+
+
 def has_control_character(path: str) -> bool:
     """Whether ``path`` holds a control character: ``POST /v1/claims/check`` refuses such a path
     (docs/protocol.md 10.4), so the guard and the edit hook leave it unchecked and say so."""
@@ -165,7 +172,7 @@ def guard(paths: list[str], environ: Mapping[str, str], err: IO[str]) -> int:
     try:
         url, token = environ.get("RELAYNET_URL"), environ.get("RELAYNET_TOKEN")
         if not url or not token:
-            raise Unavailable("RELAYNET_URL and RELAYNET_TOKEN are not set")
+            raise Unavailable(unset(environ))
         try:
             timeout = float(environ.get("RELAYNET_GUARD_TIMEOUT_SECONDS") or DEFAULT_TIMEOUT)
         except ValueError:

@@ -163,3 +163,14 @@ def test_install_refuses_an_option_it_does_not_know(tmp_path):
         refused = run([RELAYNET, "guard", "install", bad], tmp_path)
         assert refused.returncode == 2 and "usage" in refused.stderr
     assert not (tmp_path / ".git" / "hooks" / "pre-commit").exists()
+
+
+def test_a_missing_setting_is_named_alone(tmp_path):
+    """The warning names what is not set, not both variables when one is (a fresh-user trial)."""
+    run(["git", "init", "-q"], tmp_path, check=True)
+    (tmp_path / "a.py").write_text("x\n")
+    no_token = run([RELAYNET, "guard", "check", "a.py"], tmp_path, {"RELAYNET_URL": "http://127.0.0.1:9"})
+    assert no_token.returncode == 0 and "RELAYNET_TOKEN is not set" in no_token.stderr
+    assert "RELAYNET_URL and" not in no_token.stderr
+    neither = run([RELAYNET, "guard", "check", "a.py"], tmp_path)
+    assert "RELAYNET_URL and RELAYNET_TOKEN are not set" in neither.stderr
