@@ -79,16 +79,6 @@ MAX_ATTEMPTS = 60
 MOVE_PER_CALL = 16  # lapsed claims, overlapping or not, moved out of the tree by one grant
 STALE_PENDING_MS = 10_000  # an announcement of our own instance and scope this old lost its caller
 
-#: The DynamoDB item actions (IAM names) each entry point into this module needs.
-DYNAMODB_ACTIONS = {
-    "claim": frozenset({"GetItem", "Query", "UpdateItem", "PutItem", "DeleteItem"}),
-    "release": frozenset({"GetItem", "PutItem", "DeleteItem"}),
-    "release_for_task": frozenset({"Query", "GetItem", "BatchGetItem", "PutItem", "DeleteItem",
-                                   "ConditionCheckItem"}),
-    "active_for_task": frozenset({"Query", "BatchGetItem"}),
-}
-
-
 def normalise_scope(scope_type: str, scope: str) -> str:
     """The canonical scope: globs for ``path``/``resource``, the trimmed string for ``task``.
 
@@ -154,12 +144,8 @@ def anchor(scope_type: str, scope: str) -> tuple[str, ...]:
     shorter anchor is still a prefix of every path the glob matches). A task scope is its own
     one-segment anchor (its SHA-256 when too long for a key)."""
     if scope_type == "task":
-        return (scope,) if store.anchor_fits(scope) and "/" not in scope else (f"#{_digest(scope)}",)
+        return (scope,) if store.anchor_fits(scope) and "/" not in scope else (f"#{hashlib.sha256(scope.encode()).hexdigest()}",)
     return _glob_anchor(scope)
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @functools.lru_cache(maxsize=8192)
@@ -273,7 +259,7 @@ class _Claiming:
             ref_ttl = max(ref_ttl, expires // 1000 + 2 * store.KEEP_AFTER_END_S)
             item["refTtl"] = ref_ttl
             actions = [store.renew_action(seen, expires, task_id, ref_ttl=ref_ttl),
-                       *store.ref_ttl_update(self.net, seen["id"], ref_ttl)]
+                       store.ref_ttl_update(self.net, seen["id"], ref_ttl)]
             if item.get("taskId"):
                 actions += store.task_index_actions(self.net, item["taskId"], item, ref_ttl)
         else:

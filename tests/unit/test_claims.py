@@ -534,42 +534,6 @@ def test_a_rival_granted_between_our_steps_wins_and_we_get_409_naming_it(net, no
     assert [c["id"] for c in tree_claims(net.network_id)] == [raced["rival"]["claimId"]]
 
 
-def test_two_announcements_that_see_each_other_give_exactly_one_winner(net, now, monkeypatch):
-    """Both announce before either reads: each sees the other pending; the first grant defeats
-    the other, whose own grant is then cancelled and answered 409."""
-    from relaynet.store import claims as store
-
-    a, b = net.principals["coder0"], net.principals["coder1"]
-    real = store.read_around
-    results = {}
-
-    def b_claims_after_our_announcement(*args, **kw):
-        monkeypatch.setattr(store, "read_around", real)
-        monkeypatch.setattr(store, "announce", real_announce)
-        try:
-            results["b"] = claim(b, "src/a.py")
-        except ClaimConflict as exc:
-            results["b"] = exc
-        return real(*args, **kw)
-
-    real_announce = store.announce
-
-    def announce(item):
-        got = real_announce(item)
-        monkeypatch.setattr(store, "read_around", b_claims_after_our_announcement)
-        return got
-
-    monkeypatch.setattr(store, "announce", announce)
-    try:
-        results["a"] = claim(a, "src/**")
-    except ClaimConflict as exc:
-        results["a"] = exc
-    winners = [r for r in results.values() if isinstance(r, dict)]
-    assert len(winners) == 1, results
-    loser = next(r for r in results.values() if isinstance(r, ClaimConflict))
-    assert [c["claimId"] for c in loser.details["conflicts"]] == [winners[0]["claimId"]]
-
-
 def test_a_renewal_and_a_new_claim_judged_by_different_clocks_never_both_succeed(net, now, monkeypatch):
     """The holder's clock says its claim is still alive and renews it; another instance's clock
     says it lapsed and claims the scope, committing between the holder's read and its write.

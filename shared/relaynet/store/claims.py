@@ -182,10 +182,10 @@ def renew_action(item: dict[str, Any], expires_ms: int, task_id: str | None, *,
         **({"tid": task_id} if task_id else {}), **({"rttl": ref_ttl} if ref_ttl is not None else {}))
 
 
-def ref_ttl_update(net: str, claim_id: str, ref_ttl: int) -> list[dict[str, Any]]:
+def ref_ttl_update(net: str, claim_id: str, ref_ttl: int) -> dict[str, Any]:
     """Keep a renewed claim's reference past its new end (``refTtl`` on the tree item says when)."""
-    return [t.tx_update(*k.claim(net, claim_id), "SET #ttl = :ttl", "attribute_exists(PK)",
-                        names={"#ttl": "ttl"}, ttl=ref_ttl)]
+    return t.tx_update(*k.claim(net, claim_id), "SET #ttl = :ttl", "attribute_exists(PK)",
+                       names={"#ttl": "ttl"}, ttl=ref_ttl)
 
 
 def ref_put(net: str, tree: dict[str, Any], ref_ttl: int) -> dict[str, Any]:
