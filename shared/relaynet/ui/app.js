@@ -567,9 +567,11 @@
   function showSecret(token) {
     const dlg = $("secret");
     $("secret-value").textContent = token;
+    // The close event is queued as a task after dlg.close() hides the dialog, so Done wipes the
+    // token itself, before closing; onclose covers Escape.
     const clear = () => { $("secret-value").textContent = ""; dlg.onclose = null; };
     dlg.onclose = clear;
-    $("secret-close").onclick = () => dlg.close();
+    $("secret-close").onclick = () => { clear(); dlg.close(); };
     $("secret-copy").onclick = async () => {
       try { await navigator.clipboard.writeText($("secret-value").textContent); toast("Copied."); }
       catch (err) { toast("Copy is not allowed here: select the token and copy it.", true); }
