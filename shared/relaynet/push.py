@@ -45,6 +45,7 @@ from relaynet import clock, webhooks
 from relaynet.config import settings
 from relaynet.errors import InvalidArgument
 from relaynet.identity import Principal
+from relaynet.store import directory as dir_store
 from relaynet.store import keys as k
 from relaynet.store import mailboxes as mail_store
 from relaynet.store import table as t
@@ -296,6 +297,8 @@ def notify(entry: dict[str, Any]) -> dict[str, int]:
     if parsed is None or mail_store.message_id(entry) is None or "kind" not in entry:
         return {}
     net, box = parsed
+    if not dir_store.has_push_config(net):
+        return {}
     d = load(net)
     if "instanceId" in box:
         inst = d.instances.get(box["instanceId"])

@@ -261,3 +261,19 @@ def test_entries_that_are_not_mailbox_entries_notify_nobody(table, receiver):
     copy = t.get(*k.thread_message(net.network_id, sent["threadId"], sent["messageId"]))
     assert push.notify(copy) == {} and receiver.got == []
     assert messaging.mailbox_item  # the writer of mailbox entries is the one place that sets GSI3PK
+
+
+def test_a_network_without_push_configs_notifies_nobody_and_reads_no_directory(table, receiver, monkeypatch):
+    net = apply(DEMO_SPEC)
+    call("push_config_set", {"url": f"{receiver.url}/c0", "token": SECRET}, net.token("coder0"))
+    call("network_ask", {"toInstance": net.principals["coder0"].instance_id, "body": "one"}, net.token("planner0"))
+    assert call("push_config_delete", None, net.token("coder0"))[1] == {"removed": True}
+    call("network_ask", {"toInstance": net.principals["coder0"].instance_id, "body": "two"}, net.token("planner0"))
+    first, second = sorted(_entries(net.network_id, {"instanceId": net.principals["coder0"].instance_id}),
+                           key=lambda e: e["SK"])
+    loads = []
+    real_partition = push.dir_store.partition
+    monkeypatch.setattr(push.dir_store, "partition", lambda n: loads.append(n) or real_partition(n))
+    assert push.notify(second) == {} and receiver.got == [] and loads == []  # the one config is gone
+    call("push_config_set", {"url": f"{receiver.url}/c0", "token": SECRET}, net.token("coder0"))
+    assert push.notify(first) == {"delivered": 1} and loads == [net.network_id]

@@ -26,6 +26,14 @@ def partition(net: str) -> list[dict[str, Any]]:
     return t.query(k.net(net))
 
 
+def has_push_config(net: str) -> bool:
+    """Whether any agent definition or instance of the network has a push config (docs/protocol.md
+    10.3): one strongly consistent Query of the partition filtered on ``attribute_exists(push)``
+    (paged like :func:`partition`), so a network without webhooks costs the notifier a near-empty
+    answer, not the whole directory parsed."""
+    return bool(t.query(k.net(net), filter_expr="attribute_exists(#push)", filter_names={"#push": "push"}))
+
+
 def kind_of(item: dict[str, Any]) -> tuple[str, str]:
     """``(kind, name)`` of a directory item: ``("META", "")``, ``("AGENT", name)``, ``("GROUP",
     slug)``, ``("RES", key)``, ``("INST", id)``, ``("STATS", agent)``."""
