@@ -15,7 +15,8 @@ the one-line-per-request log of a tool call (:func:`log_request`), the EMF :data
   connection, and the shared formatter's plain keys would mix concurrent requests.
 - **Metrics**: CloudWatch EMF (powertools Metrics), namespace ``POWERTOOLS_METRICS_NAMESPACE``
   (template.yaml: ``Relaynet``), dimensions ``service`` and ``function`` (the tool or entry point), flushed once per invocation
-  by ``log_metrics`` (an invocation that counted nothing writes nothing; no cold-start metric).
+  (an invocation that counted nothing writes nothing; no cold-start metric), under a lock:
+  :func:`_flush` says why.
   ``POWERTOOLS_METRICS_DISABLED=true`` (the local stack's default) makes :func:`count` a no-op,
   so nothing accumulates in memory.
 - **Tracing**: only when :attr:`relaynet.config.Settings.tracing` is on (in Lambda, unless
@@ -27,8 +28,8 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import threading
 import time
-import warnings
 from typing import Any, Callable
 
 from aws_lambda_powertools import Logger, Metrics
@@ -47,10 +48,11 @@ metrics = Metrics()
 if not metrics.namespace:
     metrics.namespace = "Relaynet"
 
-# log_metrics warns on every invocation that counted nothing; most invocations count nothing.
-warnings.filterwarnings("ignore", message="No application metrics to publish")
 
-_entry: contextvars.ContextVar[str | None] = contextvars.ContextVar("relaynet_entry_point", default=None)
+#: The counts of the running invocation (:func:`count`), None outside an entry point.
+_pending: contextvars.ContextVar[list[tuple[str, float, dict[str, Any]]] | None] = contextvars.ContextVar(
+    "relaynet_invocation_metrics", default=None)
+_flush_lock = threading.Lock()
 
 #: The metric names this hub writes (all of unit Count); docs/architecture.md says what each means.
 METRICS = (
@@ -67,21 +69,37 @@ METRICS = (
 
 
 def count(name: str, value: float = 1, **metadata: Any) -> None:
-    """Add ``value`` to the Count metric ``name`` of this invocation (flushed by ``log_metrics``).
+    """Add ``value`` to the Count metric ``name`` of this invocation (flushed when it ends).
 
     ``metadata`` goes into the EMF record (searchable in Logs Insights, not a dimension). A no-op
     when metrics are disabled (``POWERTOOLS_METRICS_DISABLED``) and outside an entry point made
     by :func:`instrument` (the admin CLI, a script, a domain test): nothing would flush the
     metric there, and powertools prints its set to stdout once 100 values pile up.
     """
-    entry = _entry.get()
-    if entry is None or not settings().metrics:
+    pending = _pending.get()
+    if pending is None or not settings().metrics:
         return
-    if metrics.provider.dimension_set.get("function") != entry:
+    pending.append((name, value, metadata))
+
+
+def _flush(entry: str, pending: list[tuple[str, float, dict[str, Any]]]) -> None:
+    """Write one invocation's counts as one EMF record (dimension ``function=entry``).
+
+    powertools keeps one metric set per process, shared by every thread; a Lambda environment
+    serves one invocation at a time, but the local stack serves all of them from one process at
+    once, so the counts wait in the invocation's own list (:func:`count`) and are added and
+    flushed under one lock: no invocation flushes another's counts under its own name, or finds
+    the set emptied between powertools' check and its write (which raised SchemaValidationError,
+    a 500, under 32 agents)."""
+    if not pending:
+        return
+    with _flush_lock:
         metrics.add_dimension(name="function", value=entry)
-    metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
-    for key, item in metadata.items():
-        metrics.add_metadata(key=key, value=item)
+        for name, value, metadata in pending:
+            metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+            for key, item in metadata.items():
+                metrics.add_metadata(key=key, value=item)
+        metrics.flush_metrics()
 
 
 def count_outcomes(prefix: str, stats: dict[str, Any]) -> None:
@@ -133,20 +151,19 @@ def instrument(handler: Callable[..., Any], *, name: str, tool: bool = False) ->
     """``handler`` (the entry point ``name``: a tool, ``sweep``, ``notifier``) with the service's
     observability, outermost first: ``inject_lambda_context`` (for a ``tool``, the correlation id
     from the HTTP API path), the tracer's ``capture_lambda_handler`` (when tracing is on),
-    ``log_metrics`` (one flush per invocation; metrics carry the dimension ``function=name``),
+    the invocation's metrics (one flush when it ends; they carry the dimension ``function=name``),
     and for a tool :func:`log_request`."""
     inner = log_request(handler, tool=name) if tool else handler
 
     @functools.wraps(handler)
     def wrapped(event: dict[str, Any], context: Any) -> Any:
-        token = _entry.set(name)
+        pending: list[tuple[str, float, dict[str, Any]]] = []
+        token = _pending.set(pending)
         try:
             return inner(event, context)
         finally:
-            _entry.reset(token)
-
-    wrapped = metrics.log_metrics(wrapped)
-    wrapped = metrics.log_metrics(wrapped)
+            _pending.reset(token)
+            _flush(name, pending)
     active = tracer()
     if active is not None:
         wrapped = active.capture_lambda_handler(wrapped, capture_response=False)

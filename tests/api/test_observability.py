@@ -241,3 +241,41 @@ def test_outside_a_lambda_entry_point_nothing_is_counted(demo):
     with pytest.raises(ClaimConflict):
         claims.claim(demo.principals["coder1"], ClaimRequest(scope="lib/x.py"))
     assert "ClaimConflict" not in observability.metrics.metric_set
+
+
+def test_concurrent_invocations_flush_their_own_counts_under_their_own_name(capsys):
+    """The local stack runs every function in one process, one thread per request, and
+    powertools keeps one metric set per process: each invocation's counts must still come out
+    as its own record, named after its own function, and never fail the call."""
+    import threading
+    import time
+
+    from relaynet import observability
+
+    def work(event, context):
+        for _ in range(3):
+            observability.count("TransactionCancelled")
+            time.sleep(0)  # let the other threads in between the counts
+        return {"ok": True}
+
+    entries = {name: observability.instrument(work, name=name) for name in ("fn_a", "fn_b")}
+    errors: list[BaseException] = []
+
+    def run(name: str) -> None:
+        for _ in range(40):
+            try:
+                assert entries[name]({}, None) == {"ok": True}
+            except BaseException as exc:  # noqa: BLE001 - collected for the assertion below
+                errors.append(exc)
+
+    capsys.readouterr()
+    threads = [threading.Thread(target=run, args=("fn_a" if i % 2 else "fn_b",)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    records = emf_records(capsys.readouterr().out)
+    assert errors == []
+    assert len(records) == 8 * 40  # one record per invocation
+    assert all(metric_values([r], "TransactionCancelled") == [1.0, 1.0, 1.0] for r in records)
+    assert sorted(r["function"] for r in records) == ["fn_a"] * 160 + ["fn_b"] * 160
