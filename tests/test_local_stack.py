@@ -385,3 +385,82 @@ def test_a_table_kept_from_an_older_template_gains_the_indexes_it_lacks(stack):
                         KeyConditionExpression="#k = :v", ExpressionAttributeNames={"#k": gsi2["KeySchema"][0]["AttributeName"]},
                         ExpressionAttributeValues={":v": {"S": "v"}})["Items"]
     assert hits == [item]  # the new index was built from the items already there
+
+
+# --- the authorizer's cache (relaynet_local.authorizer_cache) ---------------------------------
+
+def test_the_authorizer_answer_is_cached_per_header_and_dropped_when_a_token_item_is_written(http, stack):
+    def calls():
+        return _echo(http, json={}, headers=GOOD)["authorizer"]["lambda"]["calls"]
+
+    first = calls()
+    assert calls() == first  # served from the cache: the authorizer did not run again
+    store = boto3.client("dynamodb", endpoint_url=stack.dynamodb_endpoint, region_name="us-east-1",
+                         aws_access_key_id="testing", aws_secret_access_key="testing")
+    store.put_item(TableName="fixture-table", Item={"PK": {"S": "THING#1"}, "SK": {"S": "THING"}})
+    assert calls() == first  # a write of any other item keeps it
+    store.transact_write_items(TransactItems=[{"Update": {
+        "TableName": "fixture-table", "Key": {"PK": {"S": "TOKEN#abc"}, "SK": {"S": "TOKEN"}},
+        "UpdateExpression": "SET revoked = :y", "ExpressionAttributeValues": {":y": {"BOOL": True}}}}])
+    second = calls()
+    assert second != first  # a token item was written (a revocation): asked again
+    assert calls() == second
+    assert http.post("/v1/tools/echo", json={}, headers={"Authorization": "Bearer bad"}).status_code == 403
+    assert http.post("/v1/tools/echo", json={}, headers={"Authorization": "Bearer boom"}).status_code == 500
+
+
+def test_authorizer_cache_expiry_failures_and_a_write_while_asking():
+    from relaynet_local.authorizer_cache import AuthorizerCache
+
+    now = [100.0]
+    cache = AuthorizerCache(10, clock=lambda: now[0], max_entries=2)
+    asked = []
+
+    def ask(answer):
+        def run():
+            asked.append(answer)
+            return answer
+        return run
+
+    yes = {"isAuthorized": True, "context": {"kind": "instance"}}
+    assert cache.answer("Bearer a", ask(yes)) == yes and cache.answer("Bearer a", ask(None)) == yes
+    cached = cache.answer("Bearer a", ask(None))
+    cached["context"]["kind"] = "changed by a handler"
+    assert cache.answer("Bearer a", ask(None)) == yes  # each caller gets its own copy
+    now[0] += 10.0
+    assert cache.answer("Bearer a", ask({"isAuthorized": False})) == {"isAuthorized": False}  # expired
+    assert len(asked) == 2
+
+    def boom():
+        raise RuntimeError("authorizer failed")
+    with pytest.raises(RuntimeError):
+        cache.answer("Bearer b", boom)
+    assert cache.answer("Bearer b", ask(yes)) == yes  # a failure is not kept
+
+    def revoked_meanwhile():
+        cache.clear()  # a token item is written while the authorizer reads the old one
+        return yes
+    cache.answer("Bearer c", revoked_meanwhile)
+    assert cache.answer("Bearer c", ask({"isAuthorized": False})) == {"isAuthorized": False}
+    cache.answer("Bearer d", ask(yes))
+    cache.answer("Bearer e", ask(yes))  # over max_entries: the oldest goes
+    assert cache.answer("Bearer c", ask(yes)) == yes
+    assert AuthorizerCache(0).answer("Bearer a", ask(yes)) == yes and AuthorizerCache(0).ttl == 0
+
+
+@pytest.mark.parametrize("operation, params, touches", [
+    ("PutItem", {"Item": {"PK": {"S": "TOKEN#h"}, "SK": {"S": "TOKEN"}}}, True),
+    ("PutItem", {"Item": {"PK": "TOKEN#h", "SK": "TOKEN"}}, True),  # boto3's resource layer, before its transform
+    ("PutItem", {"Item": {"PK": {"S": "NET#n"}, "SK": {"S": "TOKEN#h"}}}, False),
+    ("UpdateItem", {"Key": {"PK": {"S": "TOKEN#h"}, "SK": {"S": "TOKEN"}}}, True),
+    ("DeleteItem", {"Key": {"PK": {"S": "MSG#1"}, "SK": {"S": "x"}}}, False),
+    ("TransactWriteItems", {"TransactItems": [{"Put": {"Item": {"PK": {"S": "NET#n"}}}},
+                                              {"Update": {"Key": {"PK": {"S": "TOKEN#h"}}}}]}, True),
+    ("TransactWriteItems", {"TransactItems": [{"ConditionCheck": {"Key": {"PK": {"S": "TOKEN#h"}}}}]}, False),
+    ("BatchWriteItem", {"RequestItems": {"t": [{"DeleteRequest": {"Key": {"PK": {"S": "TOKEN#h"}}}}]}}, True),
+    ("BatchWriteItem", {"RequestItems": {"t": [{"PutRequest": {"Item": {"PK": {"S": "X"}}}}]}}, False),
+])
+def test_which_writes_touch_a_token_item(operation, params, touches):
+    from relaynet_local.authorizer_cache import touches_tokens
+
+    assert touches_tokens(operation, params) is touches

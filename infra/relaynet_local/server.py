@@ -31,9 +31,10 @@ What it does, in the order :meth:`LocalStack.start` does it:
    ====================================================  =====================================
 
    Errors use the envelope ``{"error": {"code", "message"}}``. Bodies up to 10 MiB reach the
-   handler (the 64 KiB protocol limit is the handler's to enforce). The authorizer runs on every
-   request (API Gateway would cache its answer per ``Authorization`` value for
-   ``ReauthorizeEvery`` seconds).
+   handler (the 64 KiB protocol limit is the handler's to enforce). The authorizer's answer is
+   cached per ``Authorization`` value for ``ReauthorizeEvery`` seconds, as API Gateway caches it,
+   and dropped at once when this process writes a token item (a revocation:
+   relaynet_local.authorizer_cache).
 6. Runs every scheduled function of the template every ``sweep_interval`` seconds (errors are
    logged, never fatal; ``sweep_interval <= 0`` disables the timer).
 7. Writes ``<state_dir>/local.json``: ``{"url", "dynamodbEndpoint", "table", "pid", "store",
@@ -76,6 +77,7 @@ from relaynet_local.ag2_ws import is_wire_function, wire_installed
 from relaynet_local.ag2_ws import MANAGEMENT_PREFIX, Ag2Gateway
 from relaynet_local.ag2_ws import PATH as AG2_PATH
 from relaynet_local.ag2_ws import STAGE as AG2_STAGE
+from relaynet_local.authorizer_cache import AuthorizerCache
 from relaynet_local.dynamodb_local import DynamoDBLocal, TransactionBarrier
 from relaynet_local.memory_store import MemoryStore
 from relaynet_local.throttle import RouteThrottle
@@ -277,7 +279,8 @@ class _Handler(BaseHTTPRequestHandler):
                 headers=header_pairs, path_parameters=path_params, source_ip=source_ip,
                 request_id=request_id)
             try:
-                answer = stack.invoke(stack.template.authorizer, auth_event)  # type: ignore[arg-type]
+                answer = stack.authorizers.answer(
+                    token, lambda: stack.invoke(stack.template.authorizer, auth_event))  # type: ignore[arg-type]
                 if not isinstance(answer, dict) or not isinstance(answer.get("isAuthorized"), bool):
                     raise ValueError(f"authorizer answered {answer!r}, not a simple response")
             except Exception:  # noqa: BLE001 - API Gateway answers 500 too
@@ -373,6 +376,7 @@ class LocalStack:
         self.url = ""
         self._store: Any = None  # DynamoDBLocal | MemoryStore | None (external)
         self._barrier: TransactionBarrier | None = None
+        self.authorizers = AuthorizerCache(self.template.authorizer_ttl)  # as API Gateway caches them
         self._http: _HTTPServer | None = None
         self._serving = False
         self._threads: list[threading.Thread] = []
@@ -397,6 +401,7 @@ class LocalStack:
                 self.dynamodb_endpoint = self._store.endpoint
             if self.store_kind == "dynamodb-local":
                 self._barrier = TransactionBarrier(self.dynamodb_endpoint, self.table).install()
+            self.authorizers.install()
             self._set_environment()
             lambdas.clear_cache()  # a new stack is a new deployment: every container starts cold
             self._ensure_table()
@@ -447,6 +452,7 @@ class LocalStack:
         if self._barrier is not None:
             self._barrier.uninstall()
             self._barrier = None
+        self.authorizers.uninstall()
         if self._store is not None:
             self._store.stop()
             self._store = None
