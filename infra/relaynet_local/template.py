@@ -53,9 +53,11 @@ class TemplateError(ValueError):
 # YAML with CloudFormation short tags
 
 
-class _CfnLoader(yaml.SafeLoader):
+class _CfnLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
     """A safe YAML loader that turns ``!Ref X`` into ``{"Ref": X}``, ``!GetAtt A.B`` into
-    ``{"Fn::GetAtt": ["A", "B"]}`` and any other ``!Name v`` into ``{"Fn::Name": v}``."""
+    ``{"Fn::GetAtt": ["A", "B"]}`` and any other ``!Name v`` into ``{"Fn::Name": v}``. On
+    libyaml's parser when PyYAML has it (the wheels do): template.yaml in about 0.02 s instead of
+    0.15 s, which every moto test and every hub start pays (issue 29)."""
 
 
 def _construct_cfn(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node) -> Any:
