@@ -94,6 +94,43 @@ async def _consults(url: str, tokens: dict, n: int) -> dict[str, list[float]]:
     return phases
 
 
+async def _rounds(url: str, tokens: dict, n: int) -> dict[str, list[float]]:
+    """Issue 26's figure: one conversation channel between two humans, then ``n`` rounds, each:
+    alice sends, bob receives it and replies, alice receives the reply (ms per round; the
+    channel's open, with its invite and ack, measured once per run and reported as ``open``)."""
+    from ag2.network import AuthBlock, HubClient, Passport, WsLink
+    from ag2.network.envelope import EV_TEXT
+
+    def passport(name: str) -> Passport:
+        token = tokens["networks"]["demo"]["instances"][name][0]["token"]
+        return Passport(name=name, auth=AuthBlock(scheme="api_key", claim={"token": token}))
+
+    ws = url.replace("http://", "ws://") + "/v1/ag2"
+    a, b = HubClient(WsLink(ws)), HubClient(WsLink(ws))
+    out: dict[str, list[float]] = {"open": [], "round trip": []}
+    try:
+        alice = await a.register_human(passport("planner"))
+        bob = await b.register_human(passport("reviewer"))
+        for _ in range(3):  # several opens: the figure is a median, not one sample
+            t0 = time.perf_counter()
+            channel = await alice.open(type="conversation", target="reviewer")
+            out["open"].append((time.perf_counter() - t0) * 1000)
+        cid = channel.channel_id
+        for i in range(n):
+            t0 = time.perf_counter()
+            await alice.send(cid, f"ping {i}")
+            await bob.wait_for_channel_event(channel_id=cid, predicate=lambda e, i=i: e.event_type == EV_TEXT
+                                             and e.event_data.get("text") == f"ping {i}", timeout=30)
+            await bob.send(cid, f"pong {i}")
+            await alice.wait_for_channel_event(channel_id=cid, predicate=lambda e, i=i: e.event_type == EV_TEXT
+                                               and e.event_data.get("text") == f"pong {i}", timeout=30)
+            out["round trip"].append((time.perf_counter() - t0) * 1000)
+    finally:
+        await a.close()
+        await b.close()
+    return out
+
+
 def _rss_kb(pid: int) -> int:
     """Resident memory of one process in KB (/proc), 0 when it is gone."""
     try:
@@ -259,23 +296,29 @@ def soak(pairs: int, seconds: float) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--consults", type=int, default=10, help="how many consults (1 to 100)")
+    ap.add_argument("--rounds", type=int, default=0, help="instead of consults: this many conversation "
+                                                         "round trips (1 to 1000) on one channel")
     ap.add_argument("--soak", type=float, default=0, help="run pairs of agents at once for this many seconds "
                                                            "(at most 600), then restart the hub")
     ap.add_argument("--pairs", type=int, default=4, help="--soak: pairs of AG2 agents (1 to 16)")
     args = ap.parse_args(argv)
     if args.soak:
         return soak(max(1, min(args.pairs, 16)), max(5.0, min(args.soak, 600.0)))
-    n = max(1, min(args.consults, 100))
+    rounds = max(1, min(args.rounds, 1000)) if args.rounds else 0
+    n = rounds or max(1, min(args.consults, 100))
     with tempfile.TemporaryDirectory() as tmp:
         proc, url, tokens = _start(Path(tmp))
         try:
-            phases = asyncio.run(asyncio.wait_for(_consults(url, tokens, n), 600))
+            phases = asyncio.run(asyncio.wait_for((_rounds if rounds else _consults)(url, tokens, n), 600))
         finally:
             proc.terminate()
             proc.wait(timeout=20)
-    print(f"AG2 wire on the local stack, {n} consults (ms): phase | median | slowest")
+    push = "on" if os.environ.get("RELAYNET_PUSH_AT_WRITE", "true").lower() not in ("0", "false", "no") else "off"
+    print(f"AG2 wire on the local stack, {n} {'rounds' if rounds else 'consults'} (ms; push at the write {push}): "
+          f"phase | p50 | p90 | p99 | max")
     for name, values in phases.items():
-        print(f"  {name:17s} | {statistics.median(values):7.1f} | {max(values):7.1f}")
+        q = statistics.quantiles(values, n=100, method="inclusive") if len(values) > 1 else [values[0]] * 99
+        print(f"  {name:17s} | {q[49]:7.1f} | {q[89]:7.1f} | {q[98]:7.1f} | {max(values):7.1f}")
     return 0
 
 

@@ -385,6 +385,7 @@ class LocalStack:
         self._sweep_lock = threading.Lock()
         self.ag2: Ag2Gateway | None = None
         self.ag2_url = ""
+        self.push_at_write: Any = None  # relaynet_local.streams.WriteNotifier, once started
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -420,9 +421,10 @@ class LocalStack:
             self._serving = True
             if self.sweep_interval > 0 and self.template.schedules:
                 self._spawn("relaynet-local-sweep", self._sweep_loop)
-            from relaynet_local.streams import StreamRunner  # the stream functions (webhook notifier)
+            from relaynet_local.streams import StreamRunner, WriteNotifier  # the stream functions (notifiers)
 
             self._streams = StreamRunner(self.template, str(self.dynamodb_endpoint), self.table, self.invoke).start()
+            self.push_at_write = WriteNotifier(self.template, self.invoke).start()
             self._write_state()
         except BaseException:
             self.stop()
@@ -434,6 +436,9 @@ class LocalStack:
     def stop(self) -> None:
         """Stop serving, the timer and moto; restore the environment. Safe to call twice."""
         self._stopping.set()
+        if self.push_at_write is not None:
+            self.push_at_write.stop()
+            self.push_at_write = None
         if self.ag2 is not None:
             self.ag2.stop()
             self.ag2 = None

@@ -29,11 +29,14 @@ webhooks to ``http://127.0.0.1`` receivers are how a local stack is used.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
+import queue
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -240,6 +243,111 @@ class StreamRunner:
         log.error("%s: %d stream records failed %d times; AWS would send them to the OnFailure destination "
                   "(sequence numbers %s)", source.function.logical_id, len(batch), source.max_retries + 1,
                   [r["dynamodb"].get("SequenceNumber") for r in batch])
+
+
+class WriteNotifier:
+    """Push at the write (docs/architecture.md "Push at the write"): every item a Put of this
+    process commits (:func:`relaynet.store.table.on_commit`) is made the INSERT record the table's
+    stream will carry for it, and offered at once to the template's stream functions whose
+    ``FilterCriteria`` match it, the same functions the :class:`StreamRunner` invokes: the webhook
+    notifier's first POST and the AG2 notifier's ``notify`` frames leave when the write is
+    answered, not at the next stream poll.
+
+    One thread per function takes what the writers queued, in commit order, and invokes the
+    function with up to its ``BatchSize`` records at a time (a burst rides one invocation). The
+    stream still delivers every record afterwards, and the functions deduplicate by their delivery
+    markers (AG2: one per envelope, recipient and connection; webhooks: one per delivery id), so
+    each push is made once whichever path comes first. A batch that raises or reports failed
+    records is only logged: the stream is the backstop. Off when ``RELAYNET_PUSH_AT_WRITE`` is
+    false. Writes made by other processes (the admin CLI) reach their recipients by the stream.
+    """
+
+    def __init__(self, template: Template, invoke: Callable[[Function, dict[str, Any]], Any],
+                 region: str = "us-east-1", stream_arn: str = "push-at-write"):
+        self.sources = stream_sources(template)
+        self.invoke, self.region, self.stream_arn = invoke, region, stream_arn
+        self._queues: list[tuple[StreamSource, queue.SimpleQueue]] = []
+        self._threads: list[threading.Thread] = []
+        self._remove: Callable[[], None] | None = None
+        self._seq = itertools.count(1)
+
+    def start(self) -> "WriteNotifier":
+        """Start listening to this process's commits (no-op without stream functions, or off)."""
+        from relaynet.config import settings
+        from relaynet.store import table
+
+        if not self.sources or not settings().push_at_write:
+            return self
+        for source in self.sources:
+            q: queue.SimpleQueue = queue.SimpleQueue()
+            thread = threading.Thread(target=self._work, args=(source, q), daemon=True,
+                                      name=f"relaynet-local-push-{source.function.logical_id}")
+            self._queues.append((source, q))
+            self._threads.append(thread)
+            thread.start()
+        self._remove = table.on_commit(self._committed)
+        log.info("push at the write: %s", [s.function.logical_id for s in self.sources])
+        return self
+
+    def stop(self) -> None:
+        """Stop listening; what was queued is still handed over before the threads end."""
+        if self._remove is not None:
+            self._remove()
+            self._remove = None
+        for _, q in self._queues:
+            q.put(None)
+        for thread in self._threads:
+            thread.join(timeout=10)
+        self._queues, self._threads = [], []
+
+    def record(self, image: dict[str, Any]) -> dict[str, Any]:
+        """The stream record (Lambda's shape, :func:`lambda_record`) of a Put's new ``image``."""
+        keys = {name: image[name] for name in ("PK", "SK") if name in image}
+        return {"eventID": uuid.uuid4().hex, "eventName": "INSERT", "eventVersion": "1.1",
+                "eventSource": "aws:dynamodb", "awsRegion": self.region, "eventSourceARN": self.stream_arn,
+                "dynamodb": {"ApproximateCreationDateTime": float(int(time.time())), "Keys": keys,
+                             "NewImage": image, "SequenceNumber": f"w{next(self._seq):020d}",
+                             "SizeBytes": len(json.dumps(image)), "StreamViewType": "NEW_IMAGE"}}
+
+    def _committed(self, images: list[dict[str, Any]]) -> None:
+        records: list[dict[str, Any]] | None = None
+        for source, q in self._queues:
+            if records is None:
+                records = [self.record(image) for image in images]
+            wanted = [r for r in records if not source.patterns or any(matches(p, r) for p in source.patterns)]
+            if wanted:
+                q.put(wanted)
+
+    def _work(self, source: StreamSource, q: queue.SimpleQueue) -> None:
+        stopping = False
+        while not stopping:
+            first = q.get()
+            if first is None:
+                return
+            batch = list(first)
+            while len(batch) < source.batch_size:
+                try:
+                    more = q.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stopping = True
+                    break
+                batch.extend(more)
+            for i in range(0, len(batch), source.batch_size):
+                self._run(source, batch[i:i + source.batch_size])
+
+    def _run(self, source: StreamSource, batch: list[dict[str, Any]]) -> None:
+        try:
+            result = self.invoke(source.function, {"Records": batch})
+        except Exception:  # noqa: BLE001 - the stream delivers these records
+            log.exception("%s failed on %d records at the write; the stream delivers them",
+                          source.function.logical_id, len(batch))
+            return
+        failed = (result or {}).get("batchItemFailures") or [] if isinstance(result, dict) else []
+        if failed:
+            log.warning("%s: %d of %d records failed at the write; the stream delivers them",
+                        source.function.logical_id, len(failed), len(batch))
 
 
 def _clear_settings() -> None:

@@ -15,9 +15,13 @@ wake-up arrived for it, signed, retried, and recorded where a representative see
 - **Signing** (relaynet.webhooks): ``X-Relaynet-Timestamp`` (Unix seconds) and
   ``X-Relaynet-Signature: v1=<hex HMAC-SHA256("<timestamp>.<body>", token)>``, timestamped at
   each attempt; the receiver refuses anything older than 5 minutes.
-- **Retries**: the stream handler makes the first attempt and never waits; a failed attempt
-  (no 2xx within ``push_timeout``) writes a delivery item listed in GSI1 ``PUSHRETRY`` by when it
-  is due, with delays ``base, 2 base, 4 base, ...`` from the first attempt
+- **Retries**: the first attempt is made by whichever path reaches the mailbox entry first,
+  the write's own (push at the write, docs/architecture.md) or the stream's, and never waits:
+  :func:`take_first_attempt` puts the delivery item conditionally (a lease, due for a retry in
+  :data:`LEASE_MS` should the taker die), the other path finds it and sends nothing, and a
+  success leaves it as a ``delivered`` marker until the stream can no longer carry the entry
+  (:data:`DELIVERED_KEEP_SECONDS`). A failed attempt (no 2xx within ``push_timeout``) lists
+  the delivery item in GSI1 ``PUSHRETRY`` by when it is due, with delays ``base, 2 base, 4 base, ...`` from the first attempt
   (``RELAYNET_PUSH_RETRY_BASE_SECONDS``, 30) while less than ``RELAYNET_PUSH_RETRY_WINDOW_SECONDS``
   (900) has passed; :func:`retry_due` (the scheduled push-retry function) makes the retries. The
   attempt at or after the window's end that fails marks the delivery ``failed``.
@@ -52,6 +56,7 @@ from relaynet.store import table as t
 
 LEASE_MS = 60_000          # a retry run owns a due delivery this long (longer than one attempt)
 FAILED_KEEP_SECONDS = 7 * 24 * 3600
+DELIVERED_KEEP_SECONDS = 2 * 24 * 3600  # a delivered marker outlives the stream's 24 h of records
 RETRY_BATCH = 100          # due deliveries one retry run takes at most
 USER_AGENT = "relaynet-webhooks/1"
 
@@ -256,41 +261,63 @@ def _due(first_ms: int, attempts: int) -> int:
     return first_ms + int(min(offset, cfg.push_retry_window) * 1000)
 
 
+def _delivery_item(net: str, inst_id: str, event: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    pk, sk = k.push_delivery(net, inst_id, event["deliveryId"])
+    return {"PK": pk, "SK": sk, "type": "pushDelivery", "networkId": net, "instanceId": inst_id, "event": event,
+            **fields}
+
+
+def _retrying(item: dict[str, Any], due: int) -> dict[str, Any]:
+    """``item`` listed in GSI1 ``PUSHRETRY`` as due at ``due`` (ms)."""
+    return {**item, "state": "retrying", "nextAttemptAt": due, "GSI1PK": k.PUSH_RETRY,
+            "GSI1SK": k.push_due_sk(due, item["networkId"], item["instanceId"], item["event"]["deliveryId"]),
+            "ttl": int(item["firstAttemptAt"]) // 1000 + int(settings().push_retry_window) + FAILED_KEEP_SECONDS}
+
+
+def take_first_attempt(net: str, inst_id: str, event: dict[str, Any], now_ms: int) -> bool:
+    """Take the first attempt of ``event`` for ``inst_id``: a conditional put of its delivery
+    item, leased as a retry due in :data:`LEASE_MS`. False when the item exists: the other path
+    (the write's or the stream's, docs/architecture.md "Push at the write") made or is making the
+    attempt. A taker that dies before its attempt leaves the lease to :func:`retry_due`, so no
+    delivery is lost and none is made twice."""
+    lease = _retrying(_delivery_item(net, inst_id, event, attempts=0, firstAttemptAt=now_ms, lastAttemptAt=now_ms),
+                      now_ms + LEASE_MS)
+    return t.put(lease, "attribute_not_exists(PK)")
+
+
 def attempt(net: str, inst_id: str, config: dict[str, Any], event: dict[str, Any], attempts: int = 0,
             first_ms: int | None = None) -> str:
     """Try one delivery now; schedule its retry or mark it failed. ``attempts`` is how many
-    attempts failed before this one, ``first_ms`` when the first was made. Returns
-    ``"delivered"``, ``"retrying"`` or ``"failed"``."""
+    attempts failed before this one, ``first_ms`` when the first was made. The delivery item is
+    left as a marker (``delivered``, expiring after :data:`DELIVERED_KEEP_SECONDS`, longer than a
+    stream keeps its records) so a later path never sends it again. Returns ``"delivered"``,
+    ``"retrying"`` or ``"failed"``."""
     now = clock.now_ms()
     first = now if first_ms is None else first_ms
     status, error = post(config, event)
-    key = k.push_delivery(net, inst_id, event["deliveryId"])
+    failures = attempts + (error is not None)
+    item = _delivery_item(net, inst_id, event, attempts=failures, firstAttemptAt=first, lastAttemptAt=now,
+                          lastStatus=status)
     if error is None:
+        t.put({**item, "state": "delivered", "ttl": now // 1000 + DELIVERED_KEEP_SECONDS})
         _record(net, inst_id, status, None, now, False)
-        if attempts:
-            t.delete_if(*key, "attribute_exists(PK)")
         return "delivered"
-    failures = attempts + 1
+    item["lastError"] = error[:300]
     final = now - first >= settings().push_retry_window * 1000
-    item = {"PK": key[0], "SK": key[1], "type": "pushDelivery", "networkId": net, "instanceId": inst_id,
-            "event": event, "attempts": failures, "firstAttemptAt": first, "lastAttemptAt": now,
-            "lastStatus": status, "lastError": error[:300]}
     if final:
         item.update(state="failed", ttl=now // 1000 + FAILED_KEEP_SECONDS)
     else:
-        due = max(_due(first, failures), now)
-        item.update(state="retrying", nextAttemptAt=due, GSI1PK=k.PUSH_RETRY,
-                    GSI1SK=k.push_due_sk(due, net, inst_id, event["deliveryId"]),
-                    ttl=first // 1000 + int(settings().push_retry_window) + FAILED_KEEP_SECONDS)
+        item = _retrying(item, max(_due(first, failures), now))
     t.put(item)
     _record(net, inst_id, status, error, now, final)
     return "failed" if final else "retrying"
 
 
 def notify(entry: dict[str, Any]) -> dict[str, int]:
-    """Deliver the events of one new mailbox entry (a stream INSERT's new image); counts by
-    outcome. Entries that are not mailbox entries are ignored. Raises on DynamoDB errors (the
-    stream record is then retried), never on a receiver's failure."""
+    """Deliver the events of one new mailbox entry (a stream INSERT's new image, at the write or
+    from the stream); counts by outcome, ``duplicate`` for a delivery the other path took first
+    (:func:`take_first_attempt`). Entries that are not mailbox entries are ignored. Raises on
+    DynamoDB errors (the stream record is then retried), never on a receiver's failure."""
     from relaynet.directory import load, status
 
     parsed = k.parse_mailbox_pk(str(entry.get("PK", "")))
@@ -311,7 +338,11 @@ def notify(entry: dict[str, Any]) -> dict[str, int]:
         config, _ = effective(inst, d.agents.get(inst["agent"]))
         if config is None:
             continue
-        outcome = attempt(net, inst["id"], config, event_for(net, entry, inst["id"]))
+        event = event_for(net, entry, inst["id"])
+        if take_first_attempt(net, inst["id"], event, clock.now_ms()):
+            outcome = attempt(net, inst["id"], config, event)
+        else:
+            outcome = "duplicate"
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
     return outcomes
 

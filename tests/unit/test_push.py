@@ -277,3 +277,42 @@ def test_a_network_without_push_configs_notifies_nobody_and_reads_no_directory(t
     assert push.notify(second) == {} and receiver.got == [] and loads == []  # the one config is gone
     call("push_config_set", {"url": f"{receiver.url}/c0", "token": SECRET}, net.token("coder0"))
     assert push.notify(first) == {"delivered": 1} and loads == [net.network_id]
+
+
+# --------------------------------------------------------------------------- one first attempt, two paths
+
+def test_the_second_path_to_reach_an_entry_sends_nothing_and_a_delivered_marker_stays(table, receiver):
+    """Push at the write and the stream both hand over every mailbox entry (docs/architecture.md
+    "Push at the write"): whichever comes second finds the delivery item and posts nothing."""
+    net = apply(DEMO_SPEC)
+    coder0 = net.principals["coder0"].instance_id
+    call("push_config_set", {"url": f"{receiver.url}/c0", "token": SECRET}, net.token("coder0"))
+    call("network_ask", {"toInstance": coder0, "body": "once"}, net.token("planner0"))
+    (entry,) = _entries(net.network_id, {"instanceId": coder0})
+    assert push.notify(entry) == {"delivered": 1}
+    assert push.notify(entry) == {"duplicate": 1} and len(receiver.got) == 1
+    event = webhooks.verify(receiver.got[0][1], receiver.got[0][2], SECRET)
+    marker = t.get(*k.push_delivery(net.network_id, coder0, event["deliveryId"]))
+    assert marker["state"] == "delivered" and marker["attempts"] == 0 and "GSI1PK" not in marker
+    assert marker["ttl"] - time.time() > push.DELIVERED_KEEP_SECONDS - 60  # outlives the stream's 24 h
+    assert push.retry_due() == {"due": 0, "delivered": 0, "retrying": 0, "failed": 0, "dropped": 0}
+
+
+def test_a_first_attempt_whose_taker_died_is_made_once_by_the_retry_run(table, receiver, monkeypatch):
+    """A taker that put its lease and died before posting (a Lambda timeout, a killed hub) leaves
+    the delivery due in LEASE_MS: the scheduled retry run sends it, and nobody sends it again."""
+    net = apply(DEMO_SPEC)
+    coder0 = net.principals["coder0"].instance_id
+    call("push_config_set", {"url": f"{receiver.url}/c0", "token": SECRET}, net.token("coder0"))
+    call("network_ask", {"toInstance": coder0, "body": "orphaned"}, net.token("planner0"))
+    (entry,) = _entries(net.network_id, {"instanceId": coder0})
+    event = push.event_for(net.network_id, entry, coder0)
+    now = push.clock.now_ms()
+    assert push.take_first_attempt(net.network_id, coder0, event, now) is True
+    assert push.take_first_attempt(net.network_id, coder0, event, now) is False  # one taker only
+    assert push.notify(entry) == {"duplicate": 1} and receiver.got == []
+    assert push.retry_due()["due"] == 0  # the lease is not due yet
+    monkeypatch.setattr(push.clock, "now_ms", lambda: now + push.LEASE_MS + 1)
+    assert push.retry_due() == {"due": 1, "delivered": 1, "retrying": 0, "failed": 0, "dropped": 0}
+    assert [webhooks.verify(h, b, SECRET)["deliveryId"] for _, h, b in receiver.got] == [event["deliveryId"]]
+    assert push.retry_due()["due"] == 0 and push.notify(entry) == {"duplicate": 1} and len(receiver.got) == 1

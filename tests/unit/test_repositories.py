@@ -244,3 +244,33 @@ class TestAg2Deliveries:
         assert ag2_store.delete_connection("c-gone")["connection_id"] == "c-gone"
         assert t.query("AG2#CONN#c-gone") == []
         assert ag2_store.delete_connection("c-gone") is None
+
+
+def test_commit_listeners_see_each_committed_put_as_the_stream_will_and_never_a_refused_one(server_table, caplog):
+    """relaynet.store.table.on_commit (push at the write, docs/architecture.md): the items a
+    PutItem or a transaction's Puts wrote, in DynamoDB JSON, after DynamoDB answered; nothing for
+    a refused write; a listener that raises is logged and the write still succeeds."""
+    seen: list[list[dict]] = []
+    remove = t.on_commit(seen.append)
+    try:
+        assert t.put({"PK": "T#1", "SK": "A", "n": 1}, "attribute_not_exists(PK)") is True
+        assert t.put({"PK": "T#1", "SK": "A", "n": 2}, "attribute_not_exists(PK)") is False  # refused: no call
+        t.transact([t.tx_put({"PK": "T#1", "SK": "B", "n": 3}),
+                    t.tx_delete("T#1", "A"),
+                    t.tx_put({"PK": "T#1", "SK": "C", "n": 4})])
+        with pytest.raises(t.TransactionCancelled):
+            t.transact([t.tx_put({"PK": "T#1", "SK": "B", "n": 5}, "attribute_not_exists(PK)")])
+        assert seen == [[t.encode({"PK": "T#1", "SK": "A", "n": 1})],
+                        [t.encode({"PK": "T#1", "SK": "B", "n": 3}), t.encode({"PK": "T#1", "SK": "C", "n": 4})]]
+
+        def broken(images):
+            raise RuntimeError("listener down")
+
+        remove_broken = t.on_commit(broken)
+        assert t.put({"PK": "T#1", "SK": "D"}) is True and t.get("T#1", "D") == {"PK": "T#1", "SK": "D"}
+        assert "a commit listener failed" in caplog.text and len(seen) == 3  # the others still heard it
+        remove_broken()
+    finally:
+        remove()
+    t.put({"PK": "T#1", "SK": "E"})
+    assert len(seen) == 3

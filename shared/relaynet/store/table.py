@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -468,11 +469,13 @@ def put(item: dict[str, Any], condition: str | None = None, /, **cond_values: An
             kwargs["ExpressionAttributeValues"] = values(**cond_values)
     try:
         client().put_item(**kwargs)
-        return True
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
             return False
         raise
+    if _on_commit:
+        _committed([kwargs["Item"]])
+    return True
 
 
 @observability.traced
@@ -652,3 +655,38 @@ def transact(actions: list[dict[str, Any]], token: str | None = None) -> None:
         raise TransactionCancelled(reasons) from exc
     if riding:
         rider.written = True
+    if _on_commit:
+        _committed([action["Put"]["Item"] for action in actions if "Put" in action])
+
+
+# --------------------------------------------------------------------------------------------
+# Committed writes (push at the write: docs/architecture.md)
+
+_on_commit: list[Callable[[list[dict[str, Any]]], None]] = []
+
+
+def on_commit(listener: Callable[[list[dict[str, Any]]], None]) -> Callable[[], None]:
+    """Call ``listener(images)`` after each write this process commits with :func:`put` or
+    :func:`transact`. ``images`` are the items its Puts wrote, in DynamoDB JSON (``{"PK": {"S":
+    ...}, ...}``, what the table's stream will carry as ``NewImage``), in the request's order; a
+    write without a Put gives none (no call). Called in the writing thread, after DynamoDB
+    answered and before the write returns, so a listener must be quick (hand the images to
+    another thread); what it raises is logged and dropped, since the write happened. Returns a
+    function that removes the listener."""
+    _on_commit.append(listener)
+
+    def remove() -> None:
+        if listener in _on_commit:
+            _on_commit.remove(listener)
+
+    return remove
+
+
+def _committed(images: list[dict[str, Any]]) -> None:
+    if not images:
+        return
+    for listener in list(_on_commit):
+        try:
+            listener(images)
+        except Exception:  # noqa: BLE001 - the write committed; a listener's failure is not the caller's
+            logging.getLogger(__name__).exception("a commit listener failed")

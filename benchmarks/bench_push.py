@@ -1,0 +1,128 @@
+"""How soon a webhook's first POST leaves after the write that caused it (issue 26, docs/architecture.md
+"Push at the write"): ``relaynet serve`` on loopback (DynamoDB Local, the demo network), a
+receiver on 127.0.0.1 set as coder 0's push endpoint, then N asks to that instance, one at a
+time: the figure is the time from the ask's answer (the client has its 200) to the receiver
+having the POST, in ms; an ask whose POST came before its answer counts 0 (never negative, so
+the percentiles say how late, not how early). Runs the hub twice, with push at the write on (as
+shipped) and off (``RELAYNET_PUSH_AT_WRITE=false``: only the table's stream, polled every 0.1 s
+locally), and prints both, with how many POSTs each delivery id got (1 each is right).
+
+Run: ``.venv/bin/python benchmarks/bench_push.py [--asks 50]`` (loopback only, about a minute
+with the stores' starts). A figure, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_ag2_wire import _start  # noqa: E402 - the one way the benchmarks start a hub
+
+SECRET = "bench-push-signing-secret-1234567"
+
+
+class _Receiver:
+    """A webhook receiver: records (monotonic time, messageId, deliveryId) of every POST."""
+
+    def __init__(self):
+        self.got: list[tuple[float, str, str]] = []
+        self.arrived = threading.Condition()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                at = time.monotonic()
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                with outer.arrived:
+                    outer.got.append((at, body.get("messageId"), body.get("deliveryId")))
+                    outer.arrived.notify_all()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for(self, message_id: str, timeout: float = 10.0) -> float:
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while True:
+                for at, mid, _ in self.got:
+                    if mid == message_id:
+                        return at
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SystemExit(f"no webhook for {message_id} within {timeout} s")
+                self.arrived.wait(left)
+
+
+def run(asks: int, push_at_write: bool) -> tuple[list[float], Counter]:
+    """One hub, ``asks`` asks: (ms from each answer to its POST, POSTs per delivery id)."""
+    receiver = _Receiver()
+    saved = os.environ.get("RELAYNET_PUSH_AT_WRITE")
+    os.environ["RELAYNET_PUSH_AT_WRITE"] = "true" if push_at_write else "false"
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, url, tokens = _start(Path(tmp))
+            try:
+                demo = tokens["networks"]["demo"]["instances"]
+                coder, planner = demo["coder"][0], demo["planner"][0]["token"]
+                with httpx.Client(base_url=url, timeout=10) as http:
+                    r = http.put("/v1/push", json={"url": f"{receiver.url}/coder0", "token": SECRET},
+                                 headers={"Authorization": f"Bearer {coder['token']}"})
+                    r.raise_for_status()
+                    late = []
+                    for i in range(asks):
+                        r = http.post("/v1/tools/network_ask", json={"toInstance": coder["instanceId"],
+                                                                      "body": f"ask {i}"},
+                                      headers={"Authorization": f"Bearer {planner}"})
+                        answered = time.monotonic()
+                        r.raise_for_status()
+                        late.append(max(0.0, receiver.wait_for(r.json()["messageId"]) - answered) * 1000)
+                    time.sleep(2.0)  # the stream passes over every entry too: its chance to post one twice
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+    finally:
+        receiver.server.shutdown()
+        if saved is None:
+            os.environ.pop("RELAYNET_PUSH_AT_WRITE", None)
+        else:
+            os.environ["RELAYNET_PUSH_AT_WRITE"] = saved
+    return late, Counter(d for _, _, d in receiver.got)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--asks", type=int, default=50, help="asks per hub (1 to 500)")
+    args = ap.parse_args(argv)
+    n = max(1, min(args.asks, 500))
+    print(f"webhook first POST after the ask's answer, {n} asks, local stack (ms): "
+          f"push at the write | p50 | p90 | p99 | max | POSTs per delivery id")
+    for on in (True, False):
+        late, per_delivery = run(n, on)
+        q = statistics.quantiles(late, n=100, method="inclusive") if len(late) > 1 else [late[0]] * 99
+        counts = Counter(per_delivery.values())
+        print(f"  {'on ' if on else 'off'} | {q[49]:6.1f} | {q[89]:6.1f} | {q[98]:6.1f} | {max(late):6.1f} | "
+              + ", ".join(f"{times}x: {ids}" for times, ids in sorted(counts.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
