@@ -346,8 +346,10 @@ def push_steps(state: dict[str, Any], ok: Callable[..., dict[str, Any]], key: Ca
     yield Step("push_retry (a due retry, delivered)", "push_retry", False, lambda: retry(204, "delivered"))
     yield Step("notifier (receiver failing again)", "notifier", False, lambda: notify(500, "retrying"))
     yield Step("push_retry (window over: marked failed)", "push_retry", False, lambda: retry(500, "failed"))
+    yield Step("notifier (receiver failing, a retry scheduled)", "notifier", False, lambda: notify(503, "retrying"))
     yield Step("push_config_delete (DELETE /v1/push)", "push_config_delete", False,
                lambda: ok("push_config_delete", {}, "coder0"))
+    yield Step("push_retry (no config any more: dropped)", "push_retry", False, lambda: retry(204, "dropped"))
 
 
 @dataclass

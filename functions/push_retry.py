@@ -7,7 +7,8 @@ from relaynet.store import table
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these):
 # Query the due deliveries and the directory; UpdateItem the lease and the push status; PutItem
-# the rescheduled delivery; DeleteItem a delivered or dropped one.
+# the rescheduled delivery or its delivered / failed marker; DeleteItem a dropped one (its
+# instance is gone or stopped, or has no push config any more).
 DYNAMODB_ACTIONS = ("Query", "UpdateItem", "PutItem", "DeleteItem")
 
 

@@ -362,7 +362,7 @@ def retry_due(limit: int = RETRY_BATCH) -> dict[str, int]:
         lease = k.push_due_sk(now + LEASE_MS, net, inst_id, item["event"]["deliveryId"])
         if not t.update(item["PK"], item["SK"], "SET GSI1SK = :lease", condition="GSI1SK = :seen",
                         lease=lease, seen=item["GSI1SK"]):
-            continue  # another run took it, or it was delivered and deleted
+            continue  # another run took it, or it was delivered (its marker has no due key)
         d = dirs.get(net) or dirs.setdefault(net, load(net))
         inst = d.instances.get(inst_id)
         config = effective(inst, d.agents.get(inst["agent"]))[0] if inst and status(inst) != "stopped" else None
