@@ -232,9 +232,12 @@ def _allows_inbound(agent: dict[str, Any], opener: str) -> bool:
 
 
 def open_channel(principal: Principal, channel_type: str, targets: list[str], knobs: dict[str, Any] | None,
-                 intent: str | None, ttl_s: int | None, message: str | None) -> dict[str, Any]:
+                 intent: str | None, ttl_s: int | None, message: str | None,
+                 channel_id: str | None = None) -> dict[str, Any]:
     """channels ``open`` (PROTOCOL.md 5.6). Returns ``{channel_id, type, participants,
-    seed_envelope_id?}``.
+    seed_envelope_id?}``. ``channel_id`` is a fresh ``ids.new_id("ch")`` the caller chose, so that
+    it can write an item of its own with the channel (AG2's handshake rides its transaction:
+    relaynet.ag2.ops.op_create_channel); None chooses one.
 
     Raises InvalidArgument (own agent as target, duplicates, bad knobs), NotFound (unknown target,
     ``details.available``), PermissionDenied (a target's ``inbound_from`` refuses the opener;
@@ -264,7 +267,7 @@ def open_channel(principal: Principal, channel_type: str, targets: list[str], kn
     except AdapterError as exc:
         raise InvalidArgument.field(exc.field, exc.message) from None
     now = clock.now_ms()
-    ch_id = ids.new_id("ch")
+    ch_id = channel_id or ids.new_id("ch")
     roles = ["initiator", *(["respondent"] if len(targets) == 1 else ["participant"] * len(targets))]
     expires = now + (ttl_s or settings().channel_ttl) * 1000
     if message is not None:  # a seed refused by the abuse limits opens nothing (relaynet.limits)

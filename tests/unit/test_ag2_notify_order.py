@@ -95,3 +95,38 @@ def test_an_earlier_envelope_of_another_write_is_not_sent_again(server_table, ma
     assert ops.written_before(net.network_id, ch, second) is None
     ops.deliver(net.network_id, ch, second, url)
     assert _seen(posts, to_bob) == [second["envelope_id"]]
+
+
+def test_the_opened_of_a_channel_waiting_for_acks_reaches_nobody_before_the_invite(server_table, management_api):
+    """Push at the write may run the notifier before create_channel's own invite frames are
+    posted: the opened is held until the last ack, as AG2's hub broadcasts it on quorum."""
+    url, posts = management_api
+    net = apply(SPEC)
+    to_alice, to_bob = _connect(net, "alice"), _connect(net, "bob")
+    alice = ops.Session(connection_id=to_alice, connection=ag2_store.get_connection(to_alice), request_id="req-1")
+    assert ops.op_create_channel(alice, {"creator_id": "alice", "participants": ["alice", "bob"],
+                                         "manifest_type": "conversation"}) is ops.DEFERRED
+    (_, invite), = alice.outbox
+    ch = invite.envelope.channel_id
+    opened = channel_store.get_envelope(net.network_id, ch, 1)
+    assert opened["event_type"] == "opened"
+
+    # the notifier, at the write or from the stream, before the invite is posted: nothing goes out
+    assert ops.deliver(net.network_id, ch, opened, url) == 0
+    ops.flush(alice, url)
+    assert [f["envelope"]["event_type"] for c, f in posts if c == to_bob] == ["ag2.channel.invite"]
+
+    bob = ops.Session(connection_id=to_bob, connection=ag2_store.get_connection(to_bob))
+    ack = {"channel_id": ch, "sender_id": "bob", "audience": ["alice"], "event_type": "ag2.channel.invite.ack",
+           "event_data": {}, "envelope_id": "env-ack", "created_at": clock.iso(clock.now_ms())}
+    ops.op_post_envelope(bob, {"envelope": ack})
+    ops.flush(bob, url)
+    assert [f["envelope"]["event_type"] for c, f in posts if c == to_bob] == ["ag2.channel.invite",
+                                                                              "ag2.channel.opened"]
+    assert _seen(posts, to_alice) == [opened["envelope_id"]]
+    answer = [f for c, f in posts if c == to_alice and f.get("kind") == "response"]
+    assert [a["request_id"] for a in answer] == ["req-1"] and answer[0]["ok"]
+    assert posts.index((to_alice, answer[0])) > [c for c, _ in posts].index(to_alice)  # opened, then the answer
+
+    # the stream's record of the opened, late: the markers keep it to one post per connection
+    assert ops.deliver(net.network_id, ch, opened, url) == 0

@@ -457,9 +457,6 @@ def op_create_channel(session: Session, params: dict[str, Any]) -> Any:
         raise ProtocolError("a Relaynet channel needs at least one participant besides its creator")
     ttl = params.get("ttl")
     ttl_s = parse_duration(ttl) if ttl is not None else None
-    opened = _domain(lambda: channels.open_channel(principal, mtype, targets, params.get("knobs"),
-                                                   params.get("intent"), ttl_s or None, None))
-    channel_id = opened["channel_id"]
     net = principal.network_id
     live = store.bindings(net, targets)
     labels = dict(params.get("labels") or {})
@@ -467,7 +464,14 @@ def op_create_channel(session: Session, params: dict[str, Any]) -> Any:
     record = {"pending_acks": invitees, "creator": creator, "creator_instance": principal.instance_id,
               "connection_id": session.connection_id, "request_id": session.request_id, "labels": labels,
               "manifest_version": params.get("manifest_version", 1)}
-    store.put_handshake(net, channel_id, record, clock.now_ms())
+    channel_id = ids.new_id("ch")
+    # The handshake is written in the channel's own transaction: the notifier, which may run the
+    # moment the channel's ``opened`` commits (push at the write), then sees the invites pending
+    # and holds the ``opened`` until the last ack (:func:`deliver`), so an invitee gets its invite
+    # first, as from AG2's hub.
+    with store.with_handshake(net, channel_id, record, clock.now_ms()):
+        _domain(lambda: channels.open_channel(principal, mtype, targets, params.get("knobs"),
+                                              params.get("intent"), ttl_s or None, None, channel_id=channel_id))
     head, hs, _ = _read(net, channel_id)
     if not invitees:
         return metadata(head, hs).to_dict()
@@ -536,8 +540,20 @@ def _invite_answer(session: Session, net: str, principal: Principal, env: Envelo
         return envelope_id
     after = store.ack_handshake(net, env.channel_id, principal.agent)
     if after is not None and not after["pending_acks"]:
+        _queue_opened(session, net, env.channel_id)
         _answer_creator(session, net, env.channel_id, after, None)
     return envelope_id
+
+
+def _queue_opened(session: Session, net: str, channel_id: str) -> None:
+    """Queue the channel's ``opened`` for its AG2-connected participants, which :func:`deliver`
+    held while invites were pending (AG2's hub broadcasts ``EV_CHANNEL_OPENED`` on quorum); its
+    delivery marker keeps it to one post per connection whoever gets there first."""
+    head, _, envs = _read(net, channel_id)
+    opened = next((e for e in envs if e["event_type"] == "opened"), None)
+    if opened is None:
+        return
+    _queue(session, net, head, [(opened, recipients(opened, head))])
 
 
 def op_get_channel(session: Session, params: dict[str, Any]) -> Any:
@@ -926,25 +942,41 @@ def deliver(net: str, channel_id: str, item: dict[str, Any], endpoint_url: str) 
     for every envelope whichever surface wrote it), after the envelope written with it just
     before (:func:`written_before`) when that one has not reached them yet: its delivery marker
     decides, so each envelope still reaches each connection once, and in seq order however the
-    stream orders one transaction's records. Returns how many frames were posted."""
+    stream orders one transaction's records. A channel's ``opened`` is held while its AG2
+    handshake waits for acks (one more GetItem, for ``opened`` only): the last ack's invocation
+    sends it (:func:`_queue_opened`), so invitees get the invite first however soon this runs
+    after the write. Returns how many frames were posted."""
     head = channels.load_channel(net, channel_id)
     if head.get("type") not in ADAPTERS:
         return 0
     before = written_before(net, channel_id, item)
     notices = [(before, recipients(before, head))] if before else []
     notices.append((item, recipients(item, head)))
-    names = list(dict.fromkeys(n for _, who in notices for n in who))
-    live = {n: b for n, b in store.bindings(net, names).items()
-            if token_live(b.get("token_hash"), b.get("instance_id"))}  # a revoked token is notified nothing
-    if not live:
-        return 0
+    if any(n["event_type"] == "opened" for n, _ in notices) and _invites_pending(net, channel_id):
+        notices = [(n, who) for n, who in notices if n["event_type"] != "opened"]  # the last ack sends it
     session = Session(connection_id="", connection={"network_id": net})
+    _queue(session, net, head, notices)
+    return flush(session, endpoint_url) if session.outbox else 0
+
+
+def _invites_pending(net: str, channel_id: str) -> bool:
+    """Whether the channel's AG2 handshake (written with the channel) still waits for acks."""
+    return bool((store.handshake(net, channel_id) or {}).get("pending_acks"))
+
+
+def _queue(session: Session, net: str, head: dict[str, Any], notices: list[tuple[dict[str, Any], list[str]]]) -> None:
+    """Append a notify frame per (envelope item, recipient) for the recipients connected over
+    AG2 with a live token (a revoked token is notified nothing), in the order given."""
+    names = list(dict.fromkeys(n for _, who in notices for n in who))
+    if not names:
+        return
+    live = {n: b for n, b in store.bindings(net, names).items()
+            if token_live(b.get("token_hash"), b.get("instance_id"))}
     for envelope_item, who in notices:
         env = to_envelope(envelope_item, head)
         for name in who:
             if name in live:
                 session.outbox.append((live[name]["connection_id"], NotifyFrame(envelope=env, recipient_id=name)))
-    return flush(session, endpoint_url)
 
 
 INVITE_ACK_TIMEOUT_MS = 30_000  # AG2's hub: Hub(invite_ack_timeout=30.0)

@@ -183,8 +183,8 @@ def advance_cursor(net: str, agent: str, channel_id: str, envelope_id: str) -> b
 
 # -- pending handshakes -------------------------------------------------------------------------
 
-def put_handshake(net: str, channel_id: str, record: dict[str, Any], now_ms: int) -> None:
-    """A channel's AG2 handshake: ``{pending_acks, creator, creator_instance, connection_id,
+def handshake_item(net: str, channel_id: str, record: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """A channel's AG2 handshake item: ``{pending_acks, creator, creator_instance, connection_id,
     request_id, labels, manifest_version}``; the channel is ``pending`` to AG2 until
     ``pending_acks`` is empty. One still waiting is listed under GSI1 ``AG2HANDSHAKES`` by when it
     began, so the keepalive can time it out."""
@@ -192,7 +192,22 @@ def put_handshake(net: str, channel_id: str, record: dict[str, Any], now_ms: int
             "started_ms": now_ms, **record}
     if record.get("pending_acks"):
         item.update(GSI1PK=HANDSHAKES_INDEX, GSI1SK=f"{now_ms:013d}#{net}#{channel_id}")
-    t.put(item)
+    return item
+
+
+def handshake_action(net: str, channel_id: str, record: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """The conditional Put of a new channel's handshake item (:func:`handshake_item`), for the
+    channel's own transaction (relaynet.store.table.ride): a notifier that reads the channel's
+    envelopes reads its handshake too."""
+    return t.tx_put(handshake_item(net, channel_id, record, now_ms), "attribute_not_exists(PK)")
+
+
+def with_handshake(net: str, channel_id: str, record: dict[str, Any], now_ms: int):
+    """A context manager: the first write made inside it (the new channel's transaction,
+    relaynet.channels.open_channel) also writes the channel's handshake (:func:`handshake_action`),
+    so no notifier ever reads the channel without it; nothing is written when the block writes
+    nothing. Yields the rider (``written``)."""
+    return t.ride(handshake_action(net, channel_id, record, now_ms))
 
 
 def stale_handshakes(before_ms: int, limit: int = 100) -> list[dict[str, Any]]:
