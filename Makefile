@@ -47,8 +47,10 @@ chromium:
 	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null \
 		|| echo "make: apt-get could not install chromium: the browser test will skip"
 
+# Every core (pytest-xdist), one worker per test module (`--dist loadfile`: a module's hub and
+# store fixtures start once), each worker with its own DynamoDB Local; the slowest 25 printed.
 test: setup-test chromium
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile --durations=25
 
 # The inner loop (README, "Which tests when"), on every core (pytest-xdist): the generated files, the domain on moto and the
 # handlers through API Gateway events; the races on DynamoDB Local, the subprocess hubs and the
