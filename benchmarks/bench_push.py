@@ -5,7 +5,9 @@ time: the figure is the time from the ask's answer (the client has its 200) to t
 having the POST, in ms; an ask whose POST came before its answer counts 0 (never negative, so
 the percentiles say how late, not how early). Runs the hub twice, with push at the write on (as
 shipped) and off (``RELAYNET_PUSH_AT_WRITE=false``: only the table's stream, polled every 0.1 s
-locally), and prints both, with how many POSTs each delivery id got (1 each is right).
+locally), and prints both, with how many POSTs each delivery id got (1 each is right). With push
+at the write on, coder 0 also listens on ``GET /v1/events`` (the SDK's iterator,
+docs/protocol.md 10.6): the same figure for the event's arrival, and how many times each id came.
 
 Run: ``.venv/bin/python benchmarks/bench_push.py [--asks 50]`` (loopback only, about a minute
 with the stores' starts). A figure, not a test.
@@ -72,9 +74,43 @@ class _Receiver:
                 self.arrived.wait(left)
 
 
-def run(asks: int, push_at_write: bool) -> tuple[list[float], Counter]:
-    """One hub, ``asks`` asks: (ms from each answer to its POST, POSTs per delivery id)."""
+class _Listener:
+    """coder 0's event stream through the SDK: (monotonic time, id) of every event yielded."""
+
+    def __init__(self, url: str, token: str):
+        from relaynet.client import RelaynetClient
+
+        self.got: list[tuple[float, str]] = []
+        self.arrived = threading.Condition()
+        self.stop = threading.Event()
+        self.client = RelaynetClient(url, token)
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        for event in self.client.events(last_event_id="", stop=self.stop):
+            with self.arrived:
+                self.got.append((time.monotonic(), event["id"]))
+                self.arrived.notify_all()
+
+    def wait_for(self, message_id: str, timeout: float = 10.0) -> float:
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while True:
+                for at, mid in self.got:
+                    if mid == message_id:
+                        return at
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SystemExit(f"no event for {message_id} within {timeout} s")
+                self.arrived.wait(left)
+
+
+def run(asks: int, push_at_write: bool) -> tuple[list[float], Counter, list[float], Counter]:
+    """One hub, ``asks`` asks: (ms from each answer to its POST, POSTs per delivery id, ms from
+    each answer to its event on the stream, events per id; the last two empty with push at the
+    write off)."""
     receiver = _Receiver()
+    listener = None
     saved = os.environ.get("RELAYNET_PUSH_AT_WRITE")
     os.environ["RELAYNET_PUSH_AT_WRITE"] = "true" if push_at_write else "false"
     try:
@@ -87,7 +123,14 @@ def run(asks: int, push_at_write: bool) -> tuple[list[float], Counter]:
                     r = http.put("/v1/push", json={"url": f"{receiver.url}/coder0", "token": SECRET},
                                  headers={"Authorization": f"Bearer {coder['token']}"})
                     r.raise_for_status()
-                    late = []
+                    if push_at_write:  # the stream is open once a first ask's event came
+                        listener = _Listener(url, coder["token"])
+                        r = http.post("/v1/tools/network_ask", json={"toInstance": coder["instanceId"],
+                                                                      "body": "warm-up"},
+                                      headers={"Authorization": f"Bearer {planner}"})
+                        listener.wait_for(r.json()["messageId"])
+                        receiver.wait_for(r.json()["messageId"])
+                    late, heard = [], []
                     for i in range(asks):
                         r = http.post("/v1/tools/network_ask", json={"toInstance": coder["instanceId"],
                                                                       "body": f"ask {i}"},
@@ -95,17 +138,30 @@ def run(asks: int, push_at_write: bool) -> tuple[list[float], Counter]:
                         answered = time.monotonic()
                         r.raise_for_status()
                         late.append(max(0.0, receiver.wait_for(r.json()["messageId"]) - answered) * 1000)
+                        if listener is not None:
+                            heard.append(max(0.0, listener.wait_for(r.json()["messageId"]) - answered) * 1000)
                     time.sleep(2.0)  # the stream passes over every entry too: its chance to post one twice
             finally:
+                if listener is not None:
+                    listener.stop.set()
                 proc.terminate()
                 proc.wait(timeout=30)
     finally:
         receiver.server.shutdown()
+        if listener is not None:
+            listener.stop.set()
+            listener.client.close()
         if saved is None:
             os.environ.pop("RELAYNET_PUSH_AT_WRITE", None)
         else:
             os.environ["RELAYNET_PUSH_AT_WRITE"] = saved
-    return late, Counter(d for _, _, d in receiver.got)
+    events = Counter(i for _, i in listener.got) if listener is not None else Counter()
+    return late, Counter(d for _, _, d in receiver.got), heard, events
+
+
+def _row(ms: list[float]) -> str:
+    q = statistics.quantiles(ms, n=100, method="inclusive") if len(ms) > 1 else [ms[0]] * 99
+    return f"{q[49]:6.1f} | {q[89]:6.1f} | {q[98]:6.1f} | {max(ms):6.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,11 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"webhook first POST after the ask's answer, {n} asks, local stack (ms): "
           f"push at the write | p50 | p90 | p99 | max | POSTs per delivery id")
     for on in (True, False):
-        late, per_delivery = run(n, on)
-        q = statistics.quantiles(late, n=100, method="inclusive") if len(late) > 1 else [late[0]] * 99
-        counts = Counter(per_delivery.values())
-        print(f"  {'on ' if on else 'off'} | {q[49]:6.1f} | {q[89]:6.1f} | {q[98]:6.1f} | {max(late):6.1f} | "
-              + ", ".join(f"{times}x: {ids}" for times, ids in sorted(counts.items())))
+        late, per_delivery, heard, per_id = run(n, on)
+        print(f"  {'on ' if on else 'off'} | {_row(late)} | "
+              + ", ".join(f"{times}x: {ids}" for times, ids in sorted(Counter(per_delivery.values()).items())))
+        if heard:
+            print(f"  GET /v1/events, the same asks: | {_row(heard)} | events per id "
+                  + ", ".join(f"{times}x: {ids}" for times, ids in sorted(Counter(per_id.values()).items())))
     return 0
 
 

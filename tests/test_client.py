@@ -283,3 +283,57 @@ def test_check_claims_posts_the_paths_and_the_resource_namespace():
     assert [(r.method, str(r.url)) for r in rec.requests] == [("POST", URL + "/v1/claims/check")] * 2
     assert rec.body(0) == {"paths": ["src/a.py"]}
     assert rec.body(1) == {"paths": ["src/a.py"], "resourceId": "github.com/acme/api"}
+
+
+# ------------------------------------------------------------------ GET /v1/events (client_events)
+
+def _sse(*events: tuple[str, dict | None]) -> httpx.Response:
+    text = "".join(f"id: {data['id']}\nevent: {name}\ndata: {json.dumps(data)}\n\n" if data and "id" in data
+                   else f"event: {name}\ndata: {json.dumps(data or {})}\n\n" for name, data in events)
+    return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=(": hello\n\n" + text).encode())
+
+
+def _ev(i: int, name: str = "message") -> tuple[str, dict]:
+    return name, {"event": name, "id": f"msg_{i:02d}", "messageId": f"msg_{i:02d}", "kind": "ask"}
+
+
+def test_events_resume_after_a_drop_with_the_last_id_and_yield_a_replayed_event_once():
+    rec = Recorder(_sse(_ev(1), _ev(2)), httpx.ConnectError("dropped"), httpx.Response(503, json={"error": {
+        "code": "unavailable", "message": "the hub is starting or stopping; retry"}}),
+                   _sse(_ev(2), _ev(3), ("replaced", {"reason": "replaced"})))
+    with client(rec) as hub:
+        got = [e["id"] for e in hub.events(retry_seconds=0.001)]
+    assert got == ["msg_01", "msg_02", "msg_03"]  # msg_02 replayed after the drop: yielded once
+    assert "last-event-id" not in rec.requests[0].headers  # a first connect starts with new events
+    assert [r.headers["last-event-id"] for r in rec.requests[1:]] == ["msg_02"] * 3
+    assert all(r.url.path.endswith("/v1/events") and r.headers["authorization"] == f"Bearer {TOKEN}"
+               for r in rec.requests)
+
+
+def test_events_from_a_given_id_and_the_hub_ending_the_stream_reconnects():
+    rec = Recorder(_sse(_ev(5, "task_offer"), ("overflow", {"reason": "overflow"})),
+                   _sse(_ev(6, "wake"), ("replaced", {"reason": "replaced"})))
+    with client(rec) as hub:
+        got = [(e["event"], e["id"]) for e in hub.events(last_event_id="")]
+    assert got == [("task_offer", "msg_05"), ("wake", "msg_06")]
+    assert [r.headers["last-event-id"] for r in rec.requests] == ["", "msg_05"]
+
+
+def test_events_raise_401_when_the_token_is_revoked_and_the_refusal_when_it_is_bad():
+    with client(Recorder(_sse(_ev(1), ("revoked", {"reason": "revoked"})))) as hub:
+        stream = hub.events()
+        assert next(stream)["id"] == "msg_01"
+        with pytest.raises(ApiError) as raised:
+            next(stream)
+    assert (raised.value.status, raised.value.code) == (401, "unauthenticated")
+    refused = httpx.Response(401, json={"error": {"code": "unauthenticated", "message": "missing, malformed, "
+                                                                                       "unknown or revoked token"}})
+    with client(Recorder(refused)) as hub, pytest.raises(ApiError) as raised:
+        next(hub.events())
+    assert (raised.value.status, raised.value.code) == (401, "unauthenticated")
+
+
+def test_events_without_reconnect_raise_unavailable_on_a_drop():
+    with client(Recorder(httpx.ConnectError("refused"))) as hub, pytest.raises(ApiError) as raised:
+        next(hub.events(reconnect=False))
+    assert raised.value.code == "unavailable"

@@ -75,6 +75,12 @@ class AuthorizerCache:
         self._lock = threading.Lock()
         self._generation = 0  # bumped by every clear: an answer asked for before it is not kept
         self._session: Any = None
+        self._listeners: list[Callable[[], None]] = []
+
+    def on_clear(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` after each token write of this process succeeded (in the writing
+        thread: it must be quick). :meth:`uninstall` forgets the listeners."""
+        self._listeners.append(listener)
 
     def answer(self, header: str, ask: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """The authorizer's answer for ``header``: cached while fresh, else ``ask()``'s."""
@@ -111,6 +117,8 @@ class AuthorizerCache:
     def _after(self, context: dict[str, Any], **_: Any) -> None:
         if context.get("relaynet_token_write"):
             self.clear()
+            for listener in list(self._listeners):
+                listener()
 
     def install(self) -> "AuthorizerCache":
         """Watch this process's DynamoDB writes (boto3's default session, as
@@ -132,4 +140,5 @@ class AuthorizerCache:
                 self._session.events.unregister(f"before-parameter-build.dynamodb.{op}", unique_id=f"{_HOOK_ID}-b-{op}")
                 self._session.events.unregister(f"after-call.dynamodb.{op}", unique_id=f"{_HOOK_ID}-a-{op}")
             self._session = None
+        self._listeners.clear()
         self.clear()

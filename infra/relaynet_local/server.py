@@ -35,6 +35,9 @@ What it does, in the order :meth:`LocalStack.start` does it:
    cached per ``Authorization`` value for ``ReauthorizeEvery`` seconds, as API Gateway caches it,
    and dropped at once when this process writes a token item (a revocation:
    relaynet_local.authorizer_cache).
+   Beside the template's routes, ``GET /v1/events`` streams an instance's events as Server-Sent
+   Events (relaynet_local.event_stream; the HTTP API cannot stream, docs/protocol.md 10.6),
+   authorised by the same authorizer and cache.
 6. Runs every scheduled function of the template every ``sweep_interval`` seconds (errors are
    logged, never fatal; ``sweep_interval <= 0`` disables the timer).
 7. Writes ``<state_dir>/local.json``: ``{"url", "dynamodbEndpoint", "table", "pid", "store",
@@ -69,7 +72,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterable
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from relaynet_local import events, lambdas
 from relaynet_local.ag2_ws import INSTALL_HINT as AG2_INSTALL_HINT
@@ -100,6 +103,9 @@ def _envelope(code: str, message: str) -> bytes:
 
 # --------------------------------------------------------------------------------------------
 # Routing
+
+
+EVENTS_PATH = "/v1/events"  # Server-Sent Events, served beside the template's routes (relaynet_local.event_stream)
 
 
 class _Router:
@@ -255,6 +261,10 @@ class _Handler(BaseHTTPRequestHandler):
             status, data = stack.ag2.manage(self.command, unquote(path[len(MANAGEMENT_PREFIX):]), body or b"")
             self._send(status, {"content-type": "application/json"} if data else {}, data, request_id)
             return status
+        if path == EVENTS_PATH and self.command == "GET":
+            if stack.events is None:
+                return self._error(503, "unavailable", "the hub is starting or stopping; retry", request_id)
+            return self._events(stack, path, query, request_id)
         matched = stack.router.match(self.command, path)
         if matched is None:
             return self._error(404, "not_found", f"no route {self.command} {path}", request_id)
@@ -271,24 +281,9 @@ class _Handler(BaseHTTPRequestHandler):
         source_ip = self.client_address[0]
         context = None
         if route.auth:
-            token = self.headers.get("Authorization")
-            if not token:
-                return self._error(401, "unauthenticated", "missing bearer token", request_id)
-            auth_event = events.authorizer_event(
-                self.command, path, route_key=route.route_key, identity=[token], query=query,
-                headers=header_pairs, path_parameters=path_params, source_ip=source_ip,
-                request_id=request_id)
-            try:
-                answer = stack.authorizers.answer(
-                    token, lambda: stack.invoke(stack.template.authorizer, auth_event))  # type: ignore[arg-type]
-                if not isinstance(answer, dict) or not isinstance(answer.get("isAuthorized"), bool):
-                    raise ValueError(f"authorizer answered {answer!r}, not a simple response")
-            except Exception:  # noqa: BLE001 - API Gateway answers 500 too
-                log.exception("authorizer failed on %s %s", self.command, path)
-                return self._error(500, "internal", "internal error", request_id)
-            if not answer["isAuthorized"]:
-                return self._error(403, "permission_denied", "forbidden", request_id)
-            context = answer.get("context") or {}
+            status, context = self._authorize(stack, path, route.route_key, query, path_params, request_id)
+            if context is None:
+                return status
         event = events.http_event(
             self.command, path, route_key=route.route_key, query=query, headers=header_pairs,
             body=body, path_parameters=path_params, authorizer_context=context,
@@ -302,6 +297,60 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(500, "internal", "internal error", request_id)
         self._send(status, headers, data, request_id)
         return status
+
+
+    def _authorize(self, stack: "LocalStack", path: str, route_key: str, query: str, path_params: dict[str, str],
+                   request_id: str) -> tuple[int, dict[str, Any] | None]:
+        """The authorizer's answer for this request (cached as API Gateway caches it):
+        ``(0, context)`` when authorised, else ``(status, None)`` with the error already sent."""
+        token = self.headers.get("Authorization")
+        if not token:
+            return self._error(401, "unauthenticated", "missing bearer token", request_id), None
+        auth_event = events.authorizer_event(
+            self.command, path, route_key=route_key, identity=[token], query=query,
+            headers=list(self.headers.items()), path_parameters=path_params, source_ip=self.client_address[0],
+            request_id=request_id)
+        try:
+            answer = stack.authorizers.answer(
+                token, lambda: stack.invoke(stack.template.authorizer, auth_event))  # type: ignore[arg-type]
+            if not isinstance(answer, dict) or not isinstance(answer.get("isAuthorized"), bool):
+                raise ValueError(f"authorizer answered {answer!r}, not a simple response")
+        except Exception:  # noqa: BLE001 - API Gateway answers 500 too
+            log.exception("authorizer failed on %s %s", self.command, path)
+            return self._error(500, "internal", "internal error", request_id), None
+        if not answer["isAuthorized"]:
+            return self._error(403, "permission_denied", "forbidden", request_id), None
+        return 0, answer.get("context") or {}
+
+    def _events(self, stack: "LocalStack", path: str, query: str, request_id: str) -> int:
+        """``GET /v1/events`` (relaynet_local.event_stream): 200 and the stream until it ends."""
+        status, context = self._authorize(stack, path, f"GET {EVENTS_PATH}", query, {}, request_id)
+        if context is None:
+            return status
+        if context.get("kind") == "representative":
+            return self._error(403, "permission_denied", "GET /v1/events serves an instance's events; a "
+                               "representative's stream is not served yet (docs/protocol.md 10.6)", request_id)
+        if context.get("kind") != "instance":
+            return self._error(401, "unauthenticated", "missing, malformed, unknown or revoked token", request_id)
+        from relaynet.identity import Principal, bearer, hash_token
+
+        principal = Principal.from_context(context)
+        token_hash = hash_token(bearer(self.headers.get("Authorization")) or "")
+        resume = self.headers.get("Last-Event-ID") is not None or "lastEventId" in dict(parse_qsl(query))
+        self.send_response(200)
+        for name, value in (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
+                            ("Connection", "close"), ("X-Accel-Buffering", "no"), ("apigw-requestid", request_id)):
+            self.send_header(name, value)
+        self.end_headers()
+        self.close_connection = True
+
+        def write(chunk: bytes) -> None:
+            self.wfile.write(chunk)
+            self.wfile.flush()
+
+        why = stack.events.serve(write, principal, token_hash, resume)  # type: ignore[union-attr]
+        log.info("events of %s ended: %s", principal.instance_id, why)
+        return 200
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -386,6 +435,7 @@ class LocalStack:
         self.ag2: Ag2Gateway | None = None
         self.ag2_url = ""
         self.push_at_write: Any = None  # relaynet_local.streams.WriteNotifier, once started
+        self.events: Any = None  # relaynet_local.event_stream.EventHub, once started
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -410,6 +460,10 @@ class LocalStack:
             if self.preload:
                 self._preload()
             self.ag2 = Ag2Gateway(self.template.document, self._invoke_ag2)
+            from relaynet_local.event_stream import EventHub, token_proves
+
+            self.events = EventHub(token_proves).start()
+            self.authorizers.on_clear(self.events.recheck_soon)
             self._http = _HTTPServer((self.host, self.port), self)
             self.port = self._http.server_address[1]
             self.url = f"http://{self.host}:{self.port}"
@@ -436,6 +490,9 @@ class LocalStack:
     def stop(self) -> None:
         """Stop serving, the timer and moto; restore the environment. Safe to call twice."""
         self._stopping.set()
+        if self.events is not None:
+            self.events.stop()
+            self.events = None
         if self.push_at_write is not None:
             self.push_at_write.stop()
             self.push_at_write = None

@@ -447,6 +447,16 @@ class RelaynetClient(_WorkerTools[dict[str, Any]]):
         """``DELETE /v1/push``: ``{removed: bool}``."""
         return self.request(*ENDPOINT_ROUTES["push_config_delete"])
 
+    def events(self, *, last_event_id: str | None = None, reconnect: bool = True, retry_seconds: float = 1.0,
+               read_timeout: float = 45.0, stop: Any = None):
+        """``GET /v1/events``: an iterator over this instance's live events, each once, resumed
+        after a drop (docs/protocol.md 10.6; the arguments, what ends it and the errors raised:
+        :func:`relaynet.client_events.iterate`)."""
+        from relaynet.client_events import iterate
+
+        return iterate(self, last_event_id=last_event_id, reconnect=reconnect, retry_seconds=retry_seconds,
+                       read_timeout=read_timeout, stop=stop)
+
     def close(self) -> None:
         """Close the connection pool."""
         self._http.close()

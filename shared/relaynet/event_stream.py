@@ -1,0 +1,110 @@
+"""An instance's live events (docs/protocol.md 10.6, issue 26 part 3): what a subscriber to
+``GET /v1/events`` is told, and which events a committed item makes.
+
+- **Events** come from mailbox entries, as webhooks do (relaynet.push): an entry put in an
+  instance's mailbox is an event for that instance; one put in an agent's mailbox is an event for
+  each instance of the agent but its sender. An event is ``{event, id, networkId, instanceId,
+  messageId, kind, threadId?, taskId?, createdAt}``, never the message body (``network_inbox``
+  fetches it, marked as from a peer). ``event`` is ``wake`` (a control_wake_agent notice),
+  ``task_offer``, ``task_update`` or ``message`` (asks, replies, notices). ``id`` is the message
+  id: the SSE event id, what a client deduplicates on.
+- **Resuming**: events are not stored; the mail is. A subscriber that reconnects after a drop
+  (``Last-Event-ID``) is first sent an event for every entry still waiting in its mailboxes
+  (:func:`waiting`, oldest first, at most :data:`REPLAY_LIMIT`), then the live ones: nothing the
+  drop hid is lost, and what it saw already may come again (deduplicate by ``id``). Mail taken by
+  ``network_inbox`` is not replayed: it has been read.
+
+The transport (Server-Sent Events locally, relaynet_local.event_stream) lives outside the
+domain; this module only decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from relaynet.identity import Principal
+from relaynet.store import keys as k
+from relaynet.store import mailboxes as mail_store
+
+__all__ = ["Addressed", "EVENT_NAMES", "REPLAY_LIMIT", "addressed", "event_name", "for_principal", "waiting"]
+
+EVENT_NAMES = ("message", "task_offer", "task_update", "wake")
+REPLAY_LIMIT = 100  # waiting entries replayed per mailbox on a resume (a mailbox's first page)
+
+
+@dataclass(frozen=True)
+class Addressed:
+    """One committed mailbox entry as an event and who it is for: the instance ``instance_id``
+    (an instance mailbox) or every instance of ``agent`` but ``sender_instance`` (an agent
+    mailbox, ``instance_id`` None)."""
+
+    network_id: str
+    agent: str
+    instance_id: str | None
+    sender_instance: str | None
+    event: dict[str, Any]
+
+    def reaches(self, principal: Principal) -> bool:
+        """Whether ``principal`` (an instance) is told of this event."""
+        if principal.kind != "instance" or principal.network_id != self.network_id:
+            return False
+        if self.instance_id is not None:
+            return principal.instance_id == self.instance_id
+        return principal.agent == self.agent and principal.instance_id != self.sender_instance
+
+
+def event_name(entry: dict[str, Any]) -> str:
+    """``wake`` | ``task_offer`` | ``task_update`` | ``message`` for a mailbox entry."""
+    if entry.get("wakeReason"):
+        return "wake"
+    kind = entry.get("kind")
+    return kind if kind in ("task_offer", "task_update") else "message"
+
+
+def _event(net: str, entry: dict[str, Any], message_id: str, instance_id: str | None) -> dict[str, Any]:
+    event = {"event": event_name(entry), "id": message_id, "networkId": net, "instanceId": instance_id,
+             "messageId": message_id, "kind": entry["kind"], "createdAt": entry.get("createdAt")}
+    for name in ("threadId", "taskId"):
+        if entry.get(name):
+            event[name] = entry[name]
+    return event
+
+
+def addressed(item: dict[str, Any]) -> Addressed | None:
+    """The event a committed item makes, or None when it is not a mailbox entry. ``item`` is the
+    item as written (python values, relaynet.store.table.decode of a stream image). For an agent
+    mailbox the event's ``instanceId`` is None until :meth:`Addressed.reaches` picks the
+    instance; :func:`for_principal` fills it."""
+    parsed = k.parse_mailbox_pk(str(item.get("PK", "")))
+    message_id = mail_store.message_id(item)
+    if parsed is None or message_id is None or "kind" not in item:
+        return None
+    net, box = parsed
+    return Addressed(network_id=net, agent=box.get("agent") or "", instance_id=box.get("instanceId"),
+                     sender_instance=item.get("senderInstance"),
+                     event=_event(net, item, message_id, box.get("instanceId")))
+
+
+def for_principal(event: Addressed, principal: Principal) -> dict[str, Any]:
+    """The event as ``principal`` is sent it (its own ``instanceId``)."""
+    return {**event.event, "instanceId": principal.instance_id}
+
+
+def waiting(principal: Principal) -> list[dict[str, Any]]:
+    """The events of the mail still waiting for ``principal`` (an instance): its instance
+    mailbox's and its agent's (not its own sends), oldest first by message id, at most
+    :data:`REPLAY_LIMIT` of each. Two strongly consistent Queries. Raises ValueError for a
+    representative (docs/protocol.md 10.6: instances only)."""
+    if principal.kind != "instance":
+        raise ValueError("only an instance has mailboxes")
+    net = principal.network_id
+    entries = [*mail_store.undelivered(net, {"instanceId": principal.instance_id, "agent": principal.agent},
+                                       REPLAY_LIMIT, principal.instance_id),
+               *mail_store.undelivered(net, {"agent": principal.agent}, REPLAY_LIMIT, principal.instance_id)]
+    events = []
+    for entry in entries:
+        message_id = mail_store.message_id(entry)
+        if message_id is not None and "kind" in entry:
+            events.append(_event(net, entry, message_id, principal.instance_id))
+    return sorted(events, key=lambda e: e["id"])

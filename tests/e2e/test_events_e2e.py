@@ -1,0 +1,181 @@
+"""``GET /v1/events`` (docs/protocol.md 10.6, issue 26 part 3) on `relaynet serve` over real HTTP,
+on DynamoDB Local: an instance hears of its mail as it is written, never its body; a reconnect
+after a drop loses nothing; a revoked token ends the stream; bad tokens are refused. The SDK's
+iterator (RelaynetClient.events) is what a user would call; one test reads the raw stream."""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+
+import httpx
+import pytest
+
+from relaynet.client import ApiError, RelaynetClient
+from tests.e2e.conftest import tool
+
+WAIT = 20.0
+
+
+class Listener:
+    """The SDK's iterator run in a thread: what it yields lands in ``got``, what it raises in
+    ``error``; ``opened`` is set once the hub has sent the stream's first bytes."""
+
+    def __init__(self, hub, token: str, **kwargs):
+        self.got: queue.Queue = queue.Queue()
+        self.error: BaseException | None = None
+        self.stop = threading.Event()
+        self.done = threading.Event()
+        self.client = RelaynetClient(hub.url, token)
+        self.thread = threading.Thread(target=self._run, kwargs=kwargs, daemon=True)
+        self.thread.start()
+
+    def _run(self, **kwargs) -> None:
+        try:
+            for event in self.client.events(stop=self.stop, **kwargs):
+                self.got.put(event)
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            self.error = exc
+        finally:
+            self.done.set()
+
+    def take(self, n: int = 1) -> list[dict]:
+        out = []
+        for _ in range(n):
+            try:
+                out.append(self.got.get(timeout=WAIT))
+            except queue.Empty:
+                raise AssertionError(f"{len(out)} of {n} events within {WAIT} s (error: {self.error!r})") from None
+        return out
+
+    def close(self) -> None:
+        self.stop.set()
+        self.client.close()
+
+
+def _open_raw(hub, token: str, **headers):
+    """The raw stream, read up to its opening comment: subscribed from here on."""
+    client = httpx.Client(timeout=httpx.Timeout(10, read=WAIT))
+    response = client.send(client.build_request("GET", f"{hub.url}/v1/events", headers={
+        "Authorization": f"Bearer {token}", **headers}), stream=True)
+    lines = response.iter_lines()
+    if response.status_code == 200:
+        assert next(lines) == ": relaynet events"
+    return client, response, lines
+
+
+def _next_event(lines) -> dict[str, str]:
+    """The next event's fields (``id``, ``event``, ``data``), comments skipped."""
+    fields: dict[str, str] = {}
+    for line in lines:
+        if line == "":
+            if fields:
+                return fields
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(": ")
+        fields[name] = value
+    raise AssertionError(f"the stream ended: {fields}")
+
+
+def test_an_ask_is_an_event_at_the_write_with_ids_and_kind_never_the_body(hub):
+    client, response, lines = _open_raw(hub, hub.token("reviewer"))
+    try:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        sent = tool(hub, "network_ask", {"body": "the secret plan", "toAgent": "reviewer"}, hub.token("planner"))
+        fields = _next_event(lines)
+    finally:
+        response.close()
+        client.close()
+    event = json.loads(fields["data"])
+    assert fields["event"] == "message" and fields["id"] == sent["messageId"]
+    assert event == {"event": "message", "id": sent["messageId"], "messageId": sent["messageId"],
+                     "networkId": event["networkId"], "instanceId": hub.instance("reviewer"), "kind": "ask",
+                     "threadId": sent["threadId"], "createdAt": event["createdAt"]}
+    assert "the secret plan" not in fields["data"]
+
+
+def test_a_delegated_task_is_a_task_offer_to_the_chosen_instance_only(hub):
+    for n in (0, 1):
+        tool(hub, "network_inbox", {}, hub.token("coder", n))  # empty mailboxes: a resume replays nothing older
+    # resuming from nothing (``Last-Event-ID: ""``): what is written before a stream is subscribed
+    # is replayed, so the test need not know when the hub has subscribed it
+    coder0, coder1 = (Listener(hub, hub.token("coder", n), last_event_id="") for n in (0, 1))
+    try:
+        task = tool(hub, "network_delegate", {"objective": "add /v1/ping", "toInstance": hub.instance("coder", 1)},
+                    hub.token("planner"))
+        (offer,) = coder1.take()
+        assert (offer["event"], offer["kind"], offer["taskId"]) == ("task_offer", "task_offer", task["taskId"])
+        assert offer["instanceId"] == hub.instance("coder", 1)
+        # an ask to the agent reaches both instances; coder0's first event is it, not the offer
+        sent = tool(hub, "network_ask", {"body": "who has time?", "toAgent": "coder"}, hub.token("planner"))
+        assert [e["id"] for e in coder0.take()] == [sent["messageId"]]
+        assert [e["id"] for e in coder1.take()] == [sent["messageId"]]
+    finally:
+        coder0.close()
+        coder1.close()
+
+
+def test_a_reconnect_with_last_event_id_replays_the_mail_still_waiting(hub):
+    token = hub.token("planner")
+    tool(hub, "network_inbox", {}, token)  # start from an empty mailbox
+    first = tool(hub, "network_ask", {"body": "one", "toAgent": "planner"}, hub.token("reviewer"))
+    # not connected when these were written: a resume after a drop still hears of them, oldest first
+    second = tool(hub, "network_ask", {"body": "two", "toAgent": "planner"}, hub.token("reviewer"))
+    resumed = Listener(hub, token, last_event_id=first["messageId"])
+    try:
+        assert [e["id"] for e in resumed.take(2)] == [first["messageId"], second["messageId"]]
+        third = tool(hub, "network_ask", {"body": "three", "toAgent": "planner"}, hub.token("reviewer"))
+        assert [e["id"] for e in resumed.take()] == [third["messageId"]]  # then live, each once
+    finally:
+        resumed.close()
+    # mail read with network_inbox is not replayed
+    tool(hub, "network_inbox", {}, token)
+    client, response, lines = _open_raw(hub, token, **{"Last-Event-ID": third["messageId"]})
+    try:
+        sent = tool(hub, "network_ask", {"body": "four", "toAgent": "planner"}, hub.token("reviewer"))
+        assert _next_event(lines)["id"] == sent["messageId"]
+    finally:
+        response.close()
+        client.close()
+
+
+@pytest.mark.parametrize("token, status, code", [
+    ("rn_inst_" + "x" * 43, 401, "unauthenticated"),  # well-formed, unknown
+    ("not-a-token", 401, "unauthenticated"),
+    (None, 401, "unauthenticated"),
+])
+def test_a_bad_token_is_refused_with_the_protocol_error(hub, token, status, code):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    r = httpx.get(f"{hub.url}/v1/events", headers=headers, timeout=10)
+    assert (r.status_code, r.json()["error"]["code"]) == (status, code)
+    if token:
+        with pytest.raises(ApiError) as raised, RelaynetClient(hub.url, token) as c:
+            next(iter(c.events()))
+        assert (raised.value.status, raised.value.code) == (status, code)
+
+
+def test_a_representative_is_told_its_stream_is_not_served(hub):
+    r = httpx.get(f"{hub.url}/v1/events", headers={"Authorization": f"Bearer {hub.tokens['representatives']['ops']}"},
+                  timeout=10)
+    assert (r.status_code, r.json()["error"]["code"]) == (403, "permission_denied")
+    assert "representative" in r.json()["error"]["message"]
+
+
+def test_stopping_the_instance_closes_its_stream_at_once(hub):
+    listener = Listener(hub, hub.token("reviewer"))
+    try:
+        client, response, lines = _open_raw(hub, hub.token("reviewer"))
+        rep = hub.tokens["representatives"]["ops"]
+        first = tool(hub, "control_stop_agent", {"instanceId": hub.instance("reviewer")}, rep)
+        tool(hub, "control_stop_agent", {"instanceId": hub.instance("reviewer"), "confirmationId": first["confirmationId"]},
+             rep)
+        assert _next_event(lines)["event"] == "revoked"
+        response.close()
+        client.close()
+        assert listener.done.wait(WAIT), "the SDK iterator did not end"
+        assert isinstance(listener.error, ApiError) and listener.error.status == 401
+    finally:
+        listener.close()
