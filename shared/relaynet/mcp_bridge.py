@@ -41,7 +41,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from pydantic import BaseModel
 
-from relaynet import __version__, catalogue
+from relaynet import __version__, catalogue, mcp_channel
 from relaynet.client import ApiError, AsyncRelaynetClient
 
 __all__ = [
@@ -93,7 +93,8 @@ _WORKER_INSTRUCTIONS = (
     "completed (reason = the evidence) or failed. Claims are coordination, not permission: claim "
     "files with network_claim before changing them and release the claim when done, and never "
     "work on a scope another instance holds; if a claim is refused, work elsewhere or ask the "
-    "holder."
+    "holder. A relaynet channel event (\"2 new on Relaynet: ...\") means mail waits: call "
+    "network_inbox; the event never carries the message itself."
 )
 _PLUGIN_INSTRUCTIONS = (
     "You are connected to a Relaynet network. Only tool calls reach other agents: your plain "
@@ -390,12 +391,37 @@ def build_server(bridge: Bridge) -> Server[Any]:
 
 
 async def serve(surface: str, environ: Mapping[str, str] | None = None) -> None:
-    """Serve ``surface`` over this process's stdin/stdout until the client disconnects."""
+    """Serve ``surface`` over this process's stdin/stdout until the client disconnects. The
+    worker surface is also a Claude Code channel (relaynet.mcp_channel): it declares the
+    experimental ``claude/channel`` capability and, once the client has initialised, tells it of
+    the instance's events with ``notifications/claude/channel``."""
     bridge = Bridge.from_env(surface, environ)
     server = build_server(bridge)
+    channel = surface == "worker"
+    connected: list[Any] = []
+    ready = anyio.Event()
+
+    async def on_initialized(ctx: ServerRequestContext[Any], params: types.NotificationParams) -> None:
+        connected.append(ctx.session)  # its standalone channel outlives this notification
+        ready.set()
+
+    async def tell(params: dict[str, Any]) -> None:
+        await connected[0].send_notification(mcp_channel.ChannelNotification(params=params))
+
+    async def channel_events() -> None:
+        await ready.wait()
+        await mcp_channel.pump(bridge.url, bridge.token, tell)
+
+    if channel:
+        server.add_notification_handler("notifications/initialized", types.NotificationParams, on_initialized)
+    options = server.create_initialization_options(
+        experimental_capabilities={mcp_channel.CAPABILITY: {}} if channel else None)
     try:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tg:
+            if channel and bridge.configuration_error() is None:
+                tg.start_soon(channel_events)
+            await server.run(read_stream, write_stream, options)
+            tg.cancel_scope.cancel()
     finally:
         await bridge.aclose()
 
