@@ -35,12 +35,41 @@ from bench_ag2_wire import _start  # noqa: E402 - the one way the benchmarks sta
 SECRET = "bench-push-signing-secret-1234567"
 
 
-class _Receiver:
-    """A webhook receiver: records (monotonic time, messageId, deliveryId) of every POST."""
+class _Arrivals:
+    """(monotonic time, messageId, deliveryId or None) of everything that came, and a wait for one."""
+
+    what = "arrival"
 
     def __init__(self):
-        self.got: list[tuple[float, str, str]] = []
+        self.got: list[tuple[float, str, str | None]] = []
         self.arrived = threading.Condition()
+
+    def add(self, at: float, message_id: str, delivery_id: str | None = None) -> None:
+        with self.arrived:
+            self.got.append((at, message_id, delivery_id))
+            self.arrived.notify_all()
+
+    def wait_for(self, message_id: str, timeout: float = 10.0) -> float:
+        """When ``message_id`` came; SystemExit after ``timeout`` seconds without it."""
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while True:
+                for at, mid, _ in self.got:
+                    if mid == message_id:
+                        return at
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SystemExit(f"no {self.what} for {message_id} within {timeout} s")
+                self.arrived.wait(left)
+
+
+class _Receiver(_Arrivals):
+    """A webhook receiver: records (monotonic time, messageId, deliveryId) of every POST."""
+
+    what = "webhook"
+
+    def __init__(self):
+        super().__init__()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -50,9 +79,7 @@ class _Receiver:
                 self.send_response(204)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
-                with outer.arrived:
-                    outer.got.append((at, body.get("messageId"), body.get("deliveryId")))
-                    outer.arrived.notify_all()
+                outer.add(at, body.get("messageId"), body.get("deliveryId"))
 
             def log_message(self, *args):
                 pass
@@ -61,48 +88,23 @@ class _Receiver:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def wait_for(self, message_id: str, timeout: float = 10.0) -> float:
-        deadline = time.monotonic() + timeout
-        with self.arrived:
-            while True:
-                for at, mid, _ in self.got:
-                    if mid == message_id:
-                        return at
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise SystemExit(f"no webhook for {message_id} within {timeout} s")
-                self.arrived.wait(left)
 
-
-class _Listener:
+class _Listener(_Arrivals):
     """coder 0's event stream through the SDK: (monotonic time, id) of every event yielded."""
+
+    what = "event"
 
     def __init__(self, url: str, token: str):
         from relaynet.client import RelaynetClient
 
-        self.got: list[tuple[float, str]] = []
-        self.arrived = threading.Condition()
+        super().__init__()
         self.stop = threading.Event()
         self.client = RelaynetClient(url, token)
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self) -> None:
         for event in self.client.events(last_event_id="", stop=self.stop):
-            with self.arrived:
-                self.got.append((time.monotonic(), event["id"]))
-                self.arrived.notify_all()
-
-    def wait_for(self, message_id: str, timeout: float = 10.0) -> float:
-        deadline = time.monotonic() + timeout
-        with self.arrived:
-            while True:
-                for at, mid in self.got:
-                    if mid == message_id:
-                        return at
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise SystemExit(f"no event for {message_id} within {timeout} s")
-                self.arrived.wait(left)
+            self.add(time.monotonic(), event["id"])
 
 
 def run(asks: int, push_at_write: bool) -> tuple[list[float], Counter, list[float], Counter]:
@@ -155,7 +157,7 @@ def run(asks: int, push_at_write: bool) -> tuple[list[float], Counter, list[floa
             os.environ.pop("RELAYNET_PUSH_AT_WRITE", None)
         else:
             os.environ["RELAYNET_PUSH_AT_WRITE"] = saved
-    events = Counter(i for _, i in listener.got) if listener is not None else Counter()
+    events = Counter(i for _, i, _ in listener.got) if listener is not None else Counter()
     return late, Counter(d for _, _, d in receiver.got), heard, events
 
 

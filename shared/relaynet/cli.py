@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -181,6 +182,27 @@ def _table_options(p: argparse.ArgumentParser, default: object) -> None:
                    help="the embedded store of a running `relaynet serve` here")
 
 
+def _worker(args: argparse.Namespace) -> int:
+    """``relaynet worker``: relaynet.worker.Supervisor until SIGTERM/SIGINT."""
+    from relaynet.worker import Supervisor
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not args.url or not args.token:
+        print("relaynet worker: --url and --token (or RELAYNET_URL and RELAYNET_TOKEN) are required", file=sys.stderr)
+        return 2
+    try:
+        supervisor = Supervisor(args.url, args.token, command, max_runs=args.max_runs, run_timeout=args.run_timeout,
+                                log_dir=args.log_dir, grace=args.grace)
+    except ValueError as exc:
+        print(f"relaynet worker: {exc}", file=sys.stderr)
+        return 2
+    if not logging.getLogger().handlers:
+        logging.basicConfig(stream=sys.stderr, level=os.environ.get("RELAYNET_LOG_LEVEL", "INFO").upper(),
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    supervisor.install_signals()
+    return supervisor.run()
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of the ``relaynet`` command."""
     p = argparse.ArgumentParser(prog="relaynet", description="Relaynet: a coordination hub for AI agents.")
@@ -238,6 +260,19 @@ def parser() -> argparse.ArgumentParser:
                            "(exit 1 when another instance's live claim covers one; relaynet.guard)")
     guard.add_argument("guard_args", nargs=argparse.REMAINDER, metavar="install [--pre-push] | staged | pushed | check PATH...")
     guard.set_defaults(func=_guard)
+
+    worker = sub.add_parser("worker", help="start COMMAND for an instance when a task offer, an ask or a wake-up "
+                                           "arrives (relaynet.worker): relaynet worker [options] -- COMMAND [ARGS...]")
+    worker.add_argument("--url", default=os.environ.get("RELAYNET_URL"), help="the hub (default RELAYNET_URL)")
+    worker.add_argument("--token", default=os.environ.get("RELAYNET_TOKEN"),
+                        help="the instance's rn_inst_ token (default RELAYNET_TOKEN)")
+    worker.add_argument("--max-runs", type=int, default=1, help="active runs at most (default 1)")
+    worker.add_argument("--run-timeout", type=float, default=3600.0, help="seconds a run may take (default 3600)")
+    worker.add_argument("--log-dir", default=".relaynet/worker", help="run logs and runs.jsonl (default .relaynet/worker)")
+    worker.add_argument("--grace", type=float, default=30.0, help="seconds active runs get after SIGTERM (default 30)")
+    worker.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]",
+                        help="what to run; {prompt} in ARGS is replaced by RELAYNET_PROMPT")
+    worker.set_defaults(func=_worker)
 
     mcp = sub.add_parser("mcp", help="stdio MCP bridge to the HTTP API (RELAYNET_URL, RELAYNET_TOKEN)")
     mcp.add_argument("surface", choices=["worker", "plugin", "control"])

@@ -1,0 +1,303 @@
+"""``relaynet worker``: a supervisor that starts an agent when work arrives for its instance
+(issue 27 part 2; docs/protocol.md 9).
+
+``relaynet worker --url URL --token TOKEN [--max-runs 1] [--run-timeout 3600] [--log-dir DIR]
+[--grace 30] -- COMMAND [ARGS...]`` waits on the instance's events (``GET /v1/events`` through the
+SDK's iterator: no polling; what waits when it starts counts too) and, when a task offer, an ask
+or a wake-up (control_wake_agent) arrives and fewer than ``--max-runs`` runs are active, starts
+COMMAND with ``RELAYNET_URL``, ``RELAYNET_TOKEN`` and ``RELAYNET_PROMPT`` (what waits, and to call
+``network_inbox`` first) in its environment and ``{prompt}`` in ARGS replaced by the same text, so
+``-- claude -p {prompt}`` and ``-- codex exec {prompt}`` work as written.
+
+- **Runs**: each run's output goes to its own log file in ``--log-dir`` (default
+  ``.relaynet/worker``); each end is one JSON line in ``runs.jsonl`` there (``{run, instanceId,
+  started, ended, exit, timedOut, log, blocked}``). A run past ``--run-timeout`` seconds is
+  stopped (SIGTERM, then SIGKILL 5 s later) and recorded with ``timedOut``.
+- **A run that ends while a task it accepted is still in progress** (``accepted`` or
+  ``working``, assigned to this instance, accepted by it after the run started) leaves that task
+  ``blocked`` with a reason naming the
+  exit status and the log file; the creator is told, as for any block. With ``--max-runs`` above
+  1 this is done only when no other run is active (another run may be working on it).
+- **When a run ends** and asks or task offers still wait (``GET /v1/inbox/summary``), another
+  run starts: work that came while the runs were busy is not left waiting.
+- **SIGTERM or SIGINT**: start nothing more, give the active runs ``--grace`` seconds (default
+  30), then stop them; exit 0.
+- **A kill -9 of the supervisor** loses nothing and starts no second run for accepted work: what
+  a run took with ``network_inbox`` no longer waits, so a restarted supervisor is not told of it;
+  an offer no run read is still waiting, and starts a run.
+
+Exit status: 0 after a signal, 2 for bad arguments or a token the hub refuses (ApiError).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from relaynet.client import ApiError, RelaynetClient
+
+__all__ = ["Supervisor", "Run", "STARTS_A_RUN", "prompt_for"]
+
+log = logging.getLogger("relaynet.worker")
+
+#: Events that start a run: a task offer, an ask (a message of kind ask) and a wake-up.
+STARTS_A_RUN = ("task_offer", "wake")
+_IN_PROGRESS = ("accepted", "working")
+_KILL_AFTER = 5.0
+
+
+def starts_a_run(event: dict[str, Any]) -> bool:
+    """Whether an event of ``GET /v1/events`` is work for a run."""
+    return event.get("event") in STARTS_A_RUN or (event.get("event") == "message" and event.get("kind") == "ask")
+
+
+def prompt_for(agent: str, instance_id: str, events: list[dict[str, Any]]) -> str:
+    """What a run is told (``RELAYNET_PROMPT``): what waits, and to call network_inbox first."""
+    counts = Counter("ask" if e.get("event") == "message" else e.get("event") for e in events)
+    parts = [f"{n} {name}{'s' if n > 1 else ''}" for name, n in sorted(counts.items())]
+    tasks = list(dict.fromkeys(e["taskId"] for e in events if e.get("event") == "task_offer" and e.get("taskId")))
+    waits = ", ".join(parts) if parts else "mail"
+    if tasks:
+        waits += f" (task {', '.join(tasks)})"
+    return (f"You are Relaynet agent {agent} (instance {instance_id}). Waiting for you: {waits}. Call "
+            f"network_inbox first and act on what it says: accept a task with network_task_update before "
+            f"working on it, report progress, and complete it with the evidence; answer asks with "
+            f"network_reply. Only tool calls reach the other agents.")
+
+
+@dataclass
+class Run:
+    """One started COMMAND: its number, process, log file and when it started (epoch seconds)."""
+
+    number: int
+    process: subprocess.Popen
+    log_path: Path
+    started: float
+    deadline: float
+    timed_out: bool = False
+    stopping_since: float | None = None
+    blocked: list[str] = field(default_factory=list)
+
+
+class Supervisor:
+    """Starts COMMAND for one instance when work arrives (see the module docstring).
+
+    Args:
+        url, token: the hub and the instance's ``rn_inst_`` token.
+        command: COMMAND and ARGS (``{prompt}`` in ARGS is replaced).
+        max_runs: active runs at most (>= 1).
+        run_timeout: seconds a run may take (> 0).
+        log_dir: where run logs and ``runs.jsonl`` go.
+        grace: seconds active runs get after SIGTERM.
+    Raises ValueError for an empty command or bad numbers.
+    """
+
+    def __init__(self, url: str, token: str, command: list[str], *, max_runs: int = 1,
+                 run_timeout: float = 3600.0, log_dir: str | os.PathLike[str] = ".relaynet/worker",
+                 grace: float = 30.0):
+        if not command:
+            raise ValueError("a COMMAND to run is required after --")
+        if max_runs < 1 or run_timeout <= 0 or grace < 0:
+            raise ValueError("--max-runs must be at least 1, --run-timeout above 0 and --grace at least 0")
+        self.url, self.token, self.command = url, token, list(command)
+        self.max_runs, self.run_timeout, self.grace = max_runs, float(run_timeout), float(grace)
+        self.log_dir = Path(log_dir)
+        self.stopping = threading.Event()
+        self.events: queue.Queue = queue.Queue()
+        self.runs: list[Run] = []
+        self.waiting: list[dict[str, Any]] = []  # work events not yet handed to a run
+        self._count = 0
+        self._hub = RelaynetClient(url, token)
+        self.agent = self.instance_id = ""
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Supervise until SIGTERM/SIGINT (or :attr:`stopping` is set); 0, or 2 when the hub
+        refuses the token."""
+        try:
+            me = self._hub.whoami()
+        except ApiError as err:
+            log.error("relaynet worker: the hub refused the token (%s: %s)", err.code, err.message)
+            return 2
+        self.agent, self.instance_id = me["agent"]["name"], me["instance"]["id"]
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        listener = threading.Thread(target=self._listen, daemon=True, name="relaynet-worker-events")
+        listener.start()
+        log.info("relaynet worker: supervising %s (%s): %s", self.agent, self.instance_id, self.command)
+        while not self.stopping.is_set():
+            try:
+                item = self.events.get(timeout=self._next_wake())
+            except queue.Empty:
+                item = None
+            if isinstance(item, ApiError):
+                log.error("relaynet worker: events refused (%s: %s)", item.code, item.message)
+                self.stopping.set()
+                self._wind_down()
+                return 2
+            if item is not None and starts_a_run(item):
+                self.waiting.append(item)
+            self._reap()
+            self._start_if_due()
+        self._wind_down()
+        return 0
+
+    def _next_wake(self) -> float:
+        """Seconds until a run must be looked at without being told: its deadline, or the
+        SIGKILL after a stop; an hour when none is active. Events and run ends (each run has a
+        thread that waits for its process) wake the loop at once."""
+        times = [r.deadline if r.stopping_since is None else r.stopping_since + _KILL_AFTER for r in self.runs]
+        return max(0.05, min(times) - time.time()) if times else 3600.0
+
+    def _listen(self) -> None:
+        try:
+            for event in self._hub.events(last_event_id="", stop=self.stopping):
+                self.events.put(event)
+        except ApiError as err:
+            self.events.put(err)
+
+    def _start_if_due(self) -> None:
+        if self.stopping.is_set() or not self.waiting or len(self.runs) >= self.max_runs:
+            return
+        events, self.waiting = self.waiting, []
+        self._start(events)
+
+    def _start(self, events: list[dict[str, Any]]) -> Run:
+        self._count += 1
+        prompt = prompt_for(self.agent, self.instance_id, events)
+        started = time.time()
+        log_path = self.log_dir / f"{self.instance_id}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime(started))}" \
+                                  f"-{os.getpid()}-{self._count:04d}.log"  # a restarted supervisor's differ
+        env = {**os.environ, "RELAYNET_URL": self.url, "RELAYNET_TOKEN": self.token, "RELAYNET_PROMPT": prompt}
+        args = [part.replace("{prompt}", prompt) for part in self.command]
+        with open(log_path, "ab") as out:
+            process = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       start_new_session=True)
+        run = Run(self._count, process, log_path, started, started + self.run_timeout)
+        self.runs.append(run)
+        threading.Thread(target=lambda: (process.wait(), self.events.put(None)), daemon=True,
+                         name=f"relaynet-worker-run-{run.number}").start()  # wakes the loop to reap it
+        log.info("relaynet worker: run %d started (pid %d, log %s)", run.number, process.pid, log_path)
+        return run
+
+    def _reap(self) -> None:
+        now = time.time()
+        for run in list(self.runs):
+            code = run.process.poll()
+            if code is None:
+                if now >= run.deadline and run.stopping_since is None:
+                    run.timed_out = True
+                    self._stop_run(run)
+                elif run.stopping_since is not None and now - run.stopping_since >= _KILL_AFTER:
+                    self._signal(run, signal.SIGKILL)
+                continue
+            self.runs.remove(run)
+            self._ended(run, code)
+
+    def _ended(self, run: Run, code: int) -> None:
+        if not self.runs:  # another active run may be the one working on a task
+            try:
+                run.blocked = self._block_in_progress(run, code)
+            except Exception:  # noqa: BLE001 - the supervisor outlives a hub's odd answer
+                log.exception("relaynet worker: blocking the tasks of run %d failed", run.number)
+        record = {"run": run.number, "instanceId": self.instance_id, "started": run.started, "ended": time.time(),
+                  "exit": code, "timedOut": run.timed_out, "log": str(run.log_path), "blocked": run.blocked}
+        with open(self.log_dir / "runs.jsonl", "a", encoding="utf-8") as out:
+            out.write(json.dumps(record) + "\n")
+        log.info("relaynet worker: run %d exited %d%s", run.number, code, f", blocked {run.blocked}" if run.blocked else "")
+        if not self.stopping.is_set() and not self.waiting and self._work_waits():
+            self.waiting.append({"event": "message", "kind": "ask", "id": "waiting"})
+
+    def _accepted_during(self, task_id: str, run: Run) -> bool:
+        """Whether this instance accepted the task while ``run`` ran (its history's last
+        ``accepted`` entry, by this instance, at or after the run's start): a task a run of
+        another supervisor took (one killed with -9 leaves its runs going) is not this run's."""
+        history = self._hub.task_get(task_id)["task"].get("history") or []
+        for entry in reversed(history):
+            if entry.get("state") == "accepted":
+                at = datetime.fromisoformat(str(entry.get("at", "")).replace("Z", "+00:00")).timestamp()
+                return (entry.get("actor") or {}).get("instanceId") == self.instance_id and at >= int(run.started * 1000) / 1000
+        return False
+
+    def _block_in_progress(self, run: Run, code: int) -> list[str]:
+        """Block every task assigned to this instance that the run accepted and left accepted or
+        working; their ids."""
+        blocked = []
+        try:
+            listed = self._hub.call("tasks", {"action": "list", "scope": "own", "state": "active", "limit": 100})
+        except ApiError as err:
+            log.warning("relaynet worker: could not list the tasks after run %d (%s)", run.number, err)
+            return blocked
+        why = "timed out" if run.timed_out else f"exited with status {code}"
+        for task in listed.get("tasks") or []:  # summaries: ``assignee`` is an instance id (PROTOCOL.md 3)
+            if task.get("state") in _IN_PROGRESS and task.get("assignee") == self.instance_id \
+                    and self._accepted_during(task["id"], run):
+                reason = (f"the agent's run {why} while this task was {task['state']} "
+                          f"(relaynet worker; log {run.log_path})")
+                try:
+                    self._hub.task_update(task["id"], "blocked", reason)
+                    blocked.append(task["id"])
+                except ApiError as err:  # it moved meanwhile (completed by someone, cancelled)
+                    log.warning("relaynet worker: task %s not blocked (%s)", task["id"], err)
+        return blocked
+
+    def _work_waits(self) -> bool:
+        try:
+            by_kind = self._hub.inbox_summary().get("byKind") or {}
+        except ApiError:
+            return False
+        return bool(by_kind.get("ask") or by_kind.get("task_offer"))
+
+    # -- stopping ----------------------------------------------------------------------------
+
+    def _signal(self, run: Run, sig: int) -> None:
+        try:
+            os.killpg(run.process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _stop_run(self, run: Run) -> None:
+        run.stopping_since = time.time()
+        self._signal(run, signal.SIGTERM)
+
+    def _wind_down(self) -> None:
+        """No new runs; the active ones get the grace period, then are stopped (SIGTERM, SIGKILL
+        5 s later)."""
+        deadline = time.time() + self.grace
+        while self.runs and time.time() < deadline:
+            self._wait_a_little(deadline)
+            self._reap()
+        for run in self.runs:
+            if run.stopping_since is None:
+                self._stop_run(run)
+        while self.runs:
+            self._wait_a_little(time.time() + 0.5)
+            self._reap()
+        self._hub.close()
+
+    def _wait_a_little(self, until: float) -> None:
+        try:
+            self.runs[0].process.wait(timeout=max(0.01, min(0.5, until - time.time())))
+        except subprocess.TimeoutExpired:
+            pass
+
+    def install_signals(self) -> None:
+        """SIGTERM and SIGINT set :attr:`stopping` (the main thread only)."""
+        def stop(signum: int, _frame: Any) -> None:
+            log.info("relaynet worker: signal %d: no new runs; %d active get %.0f s", signum, len(self.runs), self.grace)
+            self.stopping.set()
+            self.events.put(None)
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
