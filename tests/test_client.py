@@ -337,3 +337,10 @@ def test_events_without_reconnect_raise_unavailable_on_a_drop():
     with client(Recorder(httpx.ConnectError("refused"))) as hub, pytest.raises(ApiError) as raised:
         next(hub.events(reconnect=False))
     assert raised.value.code == "unavailable"
+
+
+def test_events_skip_a_block_with_sse_default_type_and_no_relaynet_data():
+    cut = httpx.Response(200, headers={"content-type": "text/event-stream"},
+                         content=b"data: \n\nevent: message\ndata: not json\n\n" + _sse(_ev(7), ("replaced", {})).content)
+    with client(Recorder(cut)) as hub:
+        assert [e["id"] for e in hub.events()] == ["msg_07"]

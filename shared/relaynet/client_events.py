@@ -83,7 +83,12 @@ def iterate(client: "RelaynetClient", *, last_event_id: str | None = None, recon
                     if stop is not None and stop.is_set():
                         return
                     if sse.event in EVENT_NAMES:
-                        event = json.loads(sse.data)
+                        try:  # "message" is also SSE's default type: a block cut short by a drop has it
+                            event = json.loads(sse.data)
+                        except ValueError:
+                            continue
+                        if not isinstance(event, dict) or not event.get("id"):
+                            continue
                         resume_from = sse.id or resume_from
                         if event["id"] in seen:
                             continue

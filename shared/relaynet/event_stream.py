@@ -49,9 +49,11 @@ class Addressed:
         """Whether ``principal`` (an instance) is told of this event."""
         if principal.kind != "instance" or principal.network_id != self.network_id:
             return False
+        if principal.instance_id == self.sender_instance:
+            return False  # never its own sends, as network_inbox (PROTOCOL.md 4.4)
         if self.instance_id is not None:
             return principal.instance_id == self.instance_id
-        return principal.agent == self.agent and principal.instance_id != self.sender_instance
+        return principal.agent == self.agent
 
 
 def event_name(entry: dict[str, Any]) -> str:

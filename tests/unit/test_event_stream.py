@@ -38,6 +38,11 @@ def test_an_instance_mailbox_entry_is_an_event_for_that_instance_only_and_never_
     assert "the body" not in json.dumps(event)
 
 
+def test_an_instance_is_never_told_of_its_own_send_as_network_inbox_never_hands_it_out():
+    item = mail_store.mailbox_item("net_1", {"instanceId": "inst_p", "agent": "planner"}, _msg("ask"))
+    assert not event_stream.addressed(item).reaches(_inst("planner", "inst_p"))
+
+
 def test_an_agent_mailbox_entry_reaches_every_instance_of_the_agent_but_its_sender():
     item = mail_store.mailbox_item("net_1", {"agent": "coder"}, _msg("notice", **{"from": {"agent": "coder",
                                                                                             "instanceId": "inst_c0"}}))
