@@ -46,7 +46,8 @@ def iterate(client: "RelaynetClient", *, last_event_id: str | None = None, recon
         last_event_id: resume after this event id (the hub replays the mail still waiting first);
             None starts with new events only. After a drop the iterator always resumes.
         reconnect: reconnect after a drop (the hub's restart, an ``overflow``, a network error,
-            an answer of 429, 502, 503 or 504), waiting ``retry_seconds`` (doubled per failure, at most 30 s); False: end instead.
+            an answer of 429, 502, 503 or 504), waiting ``retry_seconds`` (doubled per failure,
+            at most 10 s, so a restarted hub is heard again within 10 s); False: end instead.
         read_timeout: seconds without a byte before the connection counts as dropped (the hub
             sends a keepalive every 15 s).
         stop: set it (from another thread) to end the iteration at the next event, keepalive
@@ -121,4 +122,4 @@ def iterate(client: "RelaynetClient", *, last_event_id: str | None = None, recon
                     return
             else:
                 threading.Event().wait(delay)
-            delay = min(delay * 2, 30.0)
+            delay = min(delay * 2, 10.0)
