@@ -336,7 +336,7 @@ class _Handler(BaseHTTPRequestHandler):
 
         principal = Principal.from_context(context)
         token_hash = hash_token(bearer(self.headers.get("Authorization")) or "")
-        resume = self.headers.get("Last-Event-ID") is not None or "lastEventId" in dict(parse_qsl(query))
+        resume = self.headers.get("Last-Event-ID") is not None or "lastEventId" in dict(parse_qsl(query, keep_blank_values=True))
         self.send_response(200)
         for name, value in (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
                             ("Connection", "close"), ("X-Accel-Buffering", "no"), ("apigw-requestid", request_id)):

@@ -111,14 +111,22 @@ def _listen(url: str, token: str, send: MemoryObjectSendStream, stop: threading.
     """In a worker thread: the SDK's iterator, each event handed to the event loop."""
     from relaynet.client import ApiError, RelaynetClient
 
-    try:
-        with RelaynetClient(url, token) as hub:
-            for event in hub.events(last_event_id="", stop=stop):  # what waits at start is told too
-                anyio.from_thread.run(send.send, event)
-    except ApiError as err:
-        logger.warning("relaynet channel: no events (%s: %s); the tools still work", err.code, err.message)
-    except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):
-        pass  # the bridge is closing
+    while not stop.is_set():
+        try:
+            with RelaynetClient(url, token) as hub:
+                for event in hub.events(last_event_id="", stop=stop):  # what waits at start is told too
+                    anyio.from_thread.run(send.send, event)
+            if not stop.is_set():  # another stream of this instance replaced ours: take it back shortly
+                logger.warning("relaynet channel: another stream of this instance replaced this one; again in 5 s")
+                stop.wait(5.0)
+        except ApiError as err:
+            logger.warning("relaynet channel: no events (%s: %s); the tools still work", err.code, err.message)
+            return
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, RuntimeError):
+            return  # the bridge is closing
+        except Exception:  # noqa: BLE001 - a bug must not silence the channel for the session
+            logger.exception("relaynet channel: the event stream failed; again in 5 s")
+            stop.wait(5.0)
 
 
 async def pump(url: str, token: str, notify, *, window: float = WINDOW_SECONDS) -> None:

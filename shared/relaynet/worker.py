@@ -19,14 +19,19 @@ COMMAND with ``RELAYNET_URL``, ``RELAYNET_TOKEN`` and ``RELAYNET_PROMPT`` (what 
   exit status and the log file; the creator is told, as for any block. With ``--max-runs`` above
   1 this is done only when no other run is active (another run may be working on it).
 - **When a run ends** and asks or task offers still wait (``GET /v1/inbox/summary``), another
-  run starts: work that came while the runs were busy is not left waiting.
+  run starts: work that came while the runs were busy is not left waiting. A run that ended
+  within :data:`QUICK_RUN` seconds with work still waiting (a command that fails at once, or
+  reads nothing) delays the next start: 1 s, doubled each time, at most :data:`MAX_BACKOFF`.
+  A COMMAND that cannot be started is recorded with exit 127 and backed off the same way.
 - **SIGTERM or SIGINT**: start nothing more, give the active runs ``--grace`` seconds (default
   30), then stop them; exit 0.
 - **A kill -9 of the supervisor** loses nothing and starts no second run for accepted work: what
   a run took with ``network_inbox`` no longer waits, so a restarted supervisor is not told of it;
   an offer no run read is still waiting, and starts a run.
 
-Exit status: 0 after a signal, 2 for bad arguments or a token the hub refuses (ApiError).
+Exit status: 0 after a signal; 2 for bad arguments (a COMMAND not found), an unreachable hub at
+start, or a token the hub refuses (ApiError). Finished tasks are found with the plugin surface's
+``tasks list`` (an instance token may call it, PROTOCOL.md 1).
 """
 
 from __future__ import annotations
@@ -35,13 +40,14 @@ import json
 import logging
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +61,13 @@ log = logging.getLogger("relaynet.worker")
 STARTS_A_RUN = ("task_offer", "wake")
 _IN_PROGRESS = ("accepted", "working")
 _KILL_AFTER = 5.0
+QUICK_RUN = 10.0  #: seconds: a run shorter than this that leaves work waiting delays the next start
+MAX_BACKOFF = 60.0  #: seconds: the longest delay between such starts
+
+
+def _iso(epoch_s: float) -> str:
+    """Epoch seconds as RFC 3339 UTC with milliseconds (PROTOCOL.md's time format)."""
+    return datetime.fromtimestamp(epoch_s, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def starts_a_run(event: dict[str, Any]) -> bool:
@@ -110,6 +123,8 @@ class Supervisor:
             raise ValueError("a COMMAND to run is required after --")
         if max_runs < 1 or run_timeout <= 0 or grace < 0:
             raise ValueError("--max-runs must be at least 1, --run-timeout above 0 and --grace at least 0")
+        if shutil.which(command[0]) is None:
+            raise ValueError(f"COMMAND {command[0]!r} is not an executable file or on PATH")
         self.url, self.token, self.command = url, token, list(command)
         self.max_runs, self.run_timeout, self.grace = max_runs, float(run_timeout), float(grace)
         self.log_dir = Path(log_dir)
@@ -118,6 +133,8 @@ class Supervisor:
         self.runs: list[Run] = []
         self.waiting: list[dict[str, Any]] = []  # work events not yet handed to a run
         self._count = 0
+        self._delay = 0.0  # the restart backoff (s), 0 after a run that did its work
+        self._not_before = 0.0
         self._hub = RelaynetClient(url, token)
         self.agent = self.instance_id = ""
 
@@ -129,7 +146,8 @@ class Supervisor:
         try:
             me = self._hub.whoami()
         except ApiError as err:
-            log.error("relaynet worker: the hub refused the token (%s: %s)", err.code, err.message)
+            what = "cannot reach the hub" if err.is_transport_error else "the hub refused the token"
+            log.error("relaynet worker: %s (%s: %s)", what, err.code, err.message)
             return 2
         self.agent, self.instance_id = me["agent"]["name"], me["instance"]["id"]
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -158,20 +176,48 @@ class Supervisor:
         SIGKILL after a stop; an hour when none is active. Events and run ends (each run has a
         thread that waits for its process) wake the loop at once."""
         times = [r.deadline if r.stopping_since is None else r.stopping_since + _KILL_AFTER for r in self.runs]
+        if self.waiting and self._not_before > time.time():
+            times.append(self._not_before)
         return max(0.05, min(times) - time.time()) if times else 3600.0
 
     def _listen(self) -> None:
-        try:
-            for event in self._hub.events(last_event_id="", stop=self.stopping):
-                self.events.put(event)
-        except ApiError as err:
-            self.events.put(err)
+        """The instance's events into :attr:`events` until :attr:`stopping`; a refusal (ApiError)
+        is handed over and ends it. A stream another of the instance's streams replaced, or a
+        failure of the iterator itself, is opened again 5 s later: the supervisor never goes deaf."""
+        while not self.stopping.is_set():
+            try:
+                for event in self._hub.events(last_event_id="", stop=self.stopping):
+                    self.events.put(event)
+                if not self.stopping.is_set():
+                    log.warning("relaynet worker: another stream of this instance replaced this one; again in 5 s")
+            except ApiError as err:
+                self.events.put(err)
+                return
+            except Exception:  # noqa: BLE001 - listening again is what keeps the supervisor useful
+                log.exception("relaynet worker: the event stream failed; again in 5 s")
+            self.stopping.wait(5.0)
 
     def _start_if_due(self) -> None:
-        if self.stopping.is_set() or not self.waiting or len(self.runs) >= self.max_runs:
+        if self.stopping.is_set() or not self.waiting or len(self.runs) >= self.max_runs \
+                or time.time() < self._not_before:
             return
         events, self.waiting = self.waiting, []
-        self._start(events)
+        try:
+            self._start(events)
+        except OSError as exc:  # COMMAND gone or not executable since the start
+            log.error("relaynet worker: cannot start %s: %s", self.command[0], exc)
+            self._record({"run": self._count, "instanceId": self.instance_id, "started": _iso(time.time()),
+                          "ended": _iso(time.time()), "exit": 127, "timedOut": False, "log": None, "blocked": [],
+                          "error": str(exc)})
+            self.waiting = events
+            self._back_off()
+
+    def _back_off(self) -> None:
+        """The next start waits: 1 s, doubled per quick failure, at most :data:`MAX_BACKOFF`."""
+        self._delay = min(max(1.0, self._delay * 2), MAX_BACKOFF)
+        self._not_before = time.time() + self._delay
+        log.warning("relaynet worker: the next run waits %.0f s (the last one ended within %.0f s and work "
+                    "still waits)", self._delay, QUICK_RUN)
 
     def _start(self, events: list[dict[str, Any]]) -> Run:
         self._count += 1
@@ -211,13 +257,24 @@ class Supervisor:
                 run.blocked = self._block_in_progress(run, code)
             except Exception:  # noqa: BLE001 - the supervisor outlives a hub's odd answer
                 log.exception("relaynet worker: blocking the tasks of run %d failed", run.number)
-        record = {"run": run.number, "instanceId": self.instance_id, "started": run.started, "ended": time.time(),
-                  "exit": code, "timedOut": run.timed_out, "log": str(run.log_path), "blocked": run.blocked}
+        ended = time.time()
+        self._record({"run": run.number, "instanceId": self.instance_id, "started": _iso(run.started),
+                      "ended": _iso(ended), "exit": code, "timedOut": run.timed_out, "log": str(run.log_path),
+                      "blocked": run.blocked})
+        log.info("relaynet worker: run %d exited %d%s", run.number, code, f", blocked {run.blocked}" if run.blocked else "")
+        if self.stopping.is_set():
+            return
+        if self.waiting or self._work_waits():
+            if not self.waiting:
+                self.waiting.append({"event": "message", "kind": "ask", "id": "waiting"})
+            if ended - run.started < QUICK_RUN:  # a command that fails at once, or leaves its work: no hot loop
+                self._back_off()
+                return
+        self._delay = 0.0
+
+    def _record(self, record: dict[str, Any]) -> None:
         with open(self.log_dir / "runs.jsonl", "a", encoding="utf-8") as out:
             out.write(json.dumps(record) + "\n")
-        log.info("relaynet worker: run %d exited %d%s", run.number, code, f", blocked {run.blocked}" if run.blocked else "")
-        if not self.stopping.is_set() and not self.waiting and self._work_waits():
-            self.waiting.append({"event": "message", "kind": "ask", "id": "waiting"})
 
     def _accepted_during(self, task_id: str, run: Run) -> bool:
         """Whether this instance accepted the task while ``run`` ran (its history's last

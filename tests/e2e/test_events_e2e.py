@@ -56,8 +56,12 @@ class Listener:
 
 def _open_raw(hub, token: str, **headers):
     """The raw stream, read up to its opening comment: subscribed from here on."""
+    return _open_raw_url(hub, token, "", **headers)
+
+
+def _open_raw_url(hub, token: str, query: str, **headers):
     client = httpx.Client(timeout=httpx.Timeout(10, read=WAIT))
-    response = client.send(client.build_request("GET", f"{hub.url}/v1/events", headers={
+    response = client.send(client.build_request("GET", f"{hub.url}/v1/events{query}", headers={
         "Authorization": f"Bearer {token}", **headers}), stream=True)
     lines = response.iter_lines()
     if response.status_code == 200:
@@ -131,6 +135,13 @@ def test_a_reconnect_with_last_event_id_replays_the_mail_still_waiting(hub):
         assert [e["id"] for e in resumed.take()] == [third["messageId"]]  # then live, each once
     finally:
         resumed.close()
+    # an empty ?lastEventId= (EventSource's first connect) asks for the replay too
+    client, response, lines = _open_raw_url(hub, token, "?lastEventId=")
+    try:
+        assert _next_event(lines)["id"] == first["messageId"]
+    finally:
+        response.close()
+        client.close()
     # mail read with network_inbox is not replayed
     tool(hub, "network_inbox", {}, token)
     client, response, lines = _open_raw(hub, token, **{"Last-Event-ID": third["messageId"]})

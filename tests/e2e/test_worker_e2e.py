@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,10 @@ def _task(hub, task_id: str) -> dict:
 def _runs(log_dir: Path) -> list[dict]:
     path = log_dir / "runs.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
 def _stop(proc: subprocess.Popen) -> int:
@@ -132,6 +137,28 @@ def test_sigterm_gives_a_run_its_grace_then_stops_it_and_blocks_its_task(hub, tm
     assert _stop(supervisor) == 0  # --grace 5: the held run is stopped after it
     (run,) = _runs(log_dir)
     assert run["exit"] == -signal.SIGTERM and run["blocked"] == [task["taskId"]]
-    assert run["ended"] - run["started"] >= 5
+    assert _epoch(run["ended"]) - _epoch(run["started"]) >= 5
     blocked = _task(hub, task["taskId"])
     assert blocked["state"] == "blocked" and f"exited with status {-signal.SIGTERM}" in blocked["history"][-1]["reason"]
+
+
+def test_a_command_that_fails_at_once_is_started_again_only_after_a_growing_delay(hub, tmp_path):
+    log_dir = tmp_path / "planner-false"
+    tool(hub, "network_ask", {"body": "are you there?", "toInstance": hub.instance("planner")}, hub.token("reviewer"))
+    supervisor = subprocess.Popen([RELAYNET, "worker", "--url", hub.url, "--token", hub.token("planner"),
+                                   "--log-dir", str(log_dir), "--", "false"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        runs = _until(lambda: r if len(r := _runs(log_dir)) >= 3 else None, "three runs of false")
+        starts = [_epoch(r["started"]) for r in runs[:3]]
+        assert all(r["exit"] == 1 for r in runs)
+        assert starts[1] - starts[0] >= 1.0 and starts[2] - starts[1] >= 2.0  # 1 s, then 2 s: no hot loop
+    finally:
+        assert _stop(supervisor) == 0
+        tool(hub, "network_inbox", {}, hub.token("planner"))
+
+
+def test_a_command_that_does_not_exist_is_refused_at_start(hub, tmp_path):
+    out = subprocess.run([RELAYNET, "worker", "--url", hub.url, "--token", hub.token("planner"), "--",
+                          str(tmp_path / "no-such-agent")], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "is not an executable file or on PATH" in out.stderr
