@@ -186,7 +186,7 @@ class EventHub:
             subs = list(self._subs)
         for image in images:
             pk = (image.get("PK") or {}).get("S", "")
-            if "#MBOX#" not in pk:
+            if "#MBOX#" not in pk and not pk.endswith("#EVENTS"):  # mail, or a claim's release
                 continue
             found = event_stream.addressed(table.decode(image))
             if found is None:

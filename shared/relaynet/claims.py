@@ -447,7 +447,7 @@ def release(principal: Principal, req: ReleaseRequest, *, any_holder: bool = Fal
         who = principal.actor if principal.kind == "instance" else {"representative": principal.rep}
         released_event = events.event_action(net, "claim", who, f"claim {ref['scope']} of "
                                              f"{ref['holder'].get('agent')} released", claimId=req.claimId,
-                                             state="released")
+                                             state="released", scope=ref["scope"])
         try:
             store.commit([*store.release_actions(net, ref, now), released_event])
         except store.TransactionCancelled:
@@ -505,7 +505,7 @@ def _hub_release(net: str, item: dict[str, Any], now_ms: int) -> list[dict[str, 
     return [*store.end_actions(net, {**item, "releasedAt": now_ms}, now_ms, "released"),
             events.event_action(net, "claim", {"system": "router"}, f"claim {item['scope']} of "
                                 f"{item['holder'].get('agent')} released by the hub", claimId=item["id"],
-                                state="released")]
+                                state="released", scope=item["scope"])]
 
 
 def holder_release_actions(net: str, instance_id: str, now_ms: int) -> tuple[int, list[dict[str, Any]]]:

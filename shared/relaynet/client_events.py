@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EVENT_NAMES", "iterate"]
 
-EVENT_NAMES = ("message", "task_offer", "task_update", "wake")  # relaynet.event_stream.EVENT_NAMES
+EVENT_NAMES = ("message", "task_offer", "task_update", "wake", "claim_released")  # relaynet.event_stream
 _RECONNECT = ("overflow", "stopping")  # the hub ended the stream; resume it
 _SEEN = 1024  # ids remembered to drop a replayed event already yielded
 _RETRY_STATUSES = (429, 502, 503, 504)  # the hub starting or stopping, a proxy, throttling: try again
@@ -39,7 +39,8 @@ def iterate(client: "RelaynetClient", *, last_event_id: str | None = None, recon
             retry_seconds: float = 1.0, read_timeout: float = 45.0,
             stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
     """Yield the instance's events (``{event, id, networkId, instanceId, messageId, kind,
-    threadId?, taskId?, createdAt}``, never a body) as they are written, each once.
+    threadId?, taskId?, createdAt}``, never a body; ``claim_released`` events carry ``claimId``
+    and ``scope`` instead) as they are written, each once.
 
     Args:
         client: the RelaynetClient whose URL and token are used (an instance's token).

@@ -6,7 +6,9 @@
   each instance of the agent but its sender. An event is ``{event, id, networkId, instanceId,
   messageId, kind, threadId?, taskId?, createdAt}``, never the message body (``network_inbox``
   fetches it, marked as from a peer). ``event`` is ``wake`` (a control_wake_agent notice),
-  ``task_offer``, ``task_update`` or ``message`` (asks, replies, notices). ``id`` is the message
+  ``task_offer``, ``task_update`` or ``message`` (asks, replies, notices). Besides mail,
+  ``claim_released`` tells every instance of the network but the releaser that a claim ended
+  (released by its holder, a representative or the hub): ``{claimId, scope}``, live only. ``id`` is the message
   id: the SSE event id, what a client deduplicates on.
 - **Resuming**: events are not stored; the mail is. A subscriber that reconnects after a drop
   (``Last-Event-ID``) is first sent an event for every entry still waiting in its mailboxes
@@ -29,7 +31,8 @@ from relaynet.store import mailboxes as mail_store
 
 __all__ = ["Addressed", "EVENT_NAMES", "REPLAY_LIMIT", "addressed", "event_name", "for_principal", "waiting"]
 
-EVENT_NAMES = ("message", "task_offer", "task_update", "wake")
+EVENT_NAMES = ("message", "task_offer", "task_update", "wake", "claim_released")
+MAIL_EVENTS = EVENT_NAMES[:4]  #: the events of mail (what network_inbox hands out)
 REPLAY_LIMIT = 100  # waiting entries replayed per mailbox on a resume (a mailbox's first page)
 
 
@@ -44,13 +47,16 @@ class Addressed:
     instance_id: str | None
     sender_instance: str | None
     event: dict[str, Any]
+    everyone: bool = False  #: every instance of the network (a claim released), not a mailbox's
 
     def reaches(self, principal: Principal) -> bool:
         """Whether ``principal`` (an instance) is told of this event."""
         if principal.kind != "instance" or principal.network_id != self.network_id:
             return False
         if principal.instance_id == self.sender_instance:
-            return False  # never its own sends, as network_inbox (PROTOCOL.md 4.4)
+            return False  # never its own sends, as network_inbox (PROTOCOL.md 4.4), nor its own releases
+        if self.everyone:
+            return True
         if self.instance_id is not None:
             return principal.instance_id == self.instance_id
         return principal.agent == self.agent
@@ -78,6 +84,9 @@ def addressed(item: dict[str, Any]) -> Addressed | None:
     item as written (python values, relaynet.store.table.decode of a stream image). For an agent
     mailbox the event's ``instanceId`` is None until :meth:`Addressed.reaches` picks the
     instance; :func:`for_principal` fills it."""
+    released = _claim_released(item)
+    if released is not None:
+        return released
     parsed = k.parse_mailbox_pk(str(item.get("PK", "")))
     message_id = mail_store.message_id(item)
     if parsed is None or message_id is None or "kind" not in item:
@@ -86,6 +95,22 @@ def addressed(item: dict[str, Any]) -> Addressed | None:
     return Addressed(network_id=net, agent=box.get("agent") or "", instance_id=box.get("instanceId"),
                      sender_instance=item.get("senderInstance"),
                      event=_event(net, item, message_id, box.get("instanceId")))
+
+
+def _claim_released(item: dict[str, Any]) -> Addressed | None:
+    """The ``claim_released`` event of a claim's release, from the operator event its
+    transaction writes (relaynet.claims: ``kind`` claim, ``state`` released): for every instance
+    of the network but the one that released it. ``{event, id (the operator event's), networkId,
+    instanceId, claimId, scope, createdAt}``. Live only: it is no mail, so a resume replays none."""
+    pk = str(item.get("PK", ""))
+    if not pk.endswith("#EVENTS") or item.get("kind") != "claim" or item.get("state") != "released":
+        return None
+    net = pk.removeprefix("NET#").removesuffix("#EVENTS")
+    actor = item.get("actor") or {}
+    event = {"event": "claim_released", "id": item["id"], "networkId": net, "instanceId": None,
+             "claimId": item.get("claimId"), "scope": item.get("scope"), "createdAt": item.get("at")}
+    return Addressed(network_id=net, agent="", instance_id=None, sender_instance=actor.get("instanceId"),
+                     event=event, everyone=True)
 
 
 def for_principal(event: Addressed, principal: Principal) -> dict[str, Any]:

@@ -35,6 +35,7 @@ logger = logging.getLogger("relaynet.mcp_bridge")
 
 CAPABILITY = "claude/channel"  #: the experimental capability Claude Code looks for
 METHOD = "notifications/claude/channel"
+MAIL_EVENTS = ("message", "task_offer", "task_update", "wake")  # relaynet.event_stream.MAIL_EVENTS
 WINDOW_SECONDS = 5.0
 
 
@@ -115,7 +116,8 @@ def _listen(url: str, token: str, send: MemoryObjectSendStream, stop: threading.
         try:
             with RelaynetClient(url, token) as hub:
                 for event in hub.events(last_event_id="", stop=stop):  # what waits at start is told too
-                    anyio.from_thread.run(send.send, event)
+                    if event.get("event") in MAIL_EVENTS:  # mail only: network_inbox is what it points to
+                        anyio.from_thread.run(send.send, event)
             if not stop.is_set():  # another stream of this instance replaced ours: take it back shortly
                 logger.warning("relaynet channel: another stream of this instance replaced this one; again in 5 s")
                 stop.wait(5.0)

@@ -153,6 +153,26 @@ def test_a_reconnect_with_last_event_id_replays_the_mail_still_waiting(hub):
         client.close()
 
 
+def test_a_released_claim_is_told_to_the_other_instances_not_to_the_releaser(hub):
+    other, other_r, other_lines = _open_raw(hub, hub.token("planner"))
+    mine, mine_r, mine_lines = _open_raw(hub, hub.token("coder", 1))
+    try:
+        claim = tool(hub, "network_claim", {"scope": "src/events/**"}, hub.token("coder", 1))
+        tool(hub, "network_release", {"claimId": claim["claimId"]}, hub.token("coder", 1))
+        fields = _next_event(other_lines)
+        event = json.loads(fields["data"])
+        assert fields["event"] == "claim_released" and (event["claimId"], event["scope"]) == (claim["claimId"],
+                                                                                              "src/events/**")
+        assert event["instanceId"] == hub.instance("planner")
+        # the releaser's own stream heard nothing of it: its next event is the ask sent after
+        sent = tool(hub, "network_ask", {"body": "next", "toInstance": hub.instance("coder", 1)}, hub.token("planner"))
+        assert json.loads(_next_event(mine_lines)["data"])["id"] == sent["messageId"]
+    finally:
+        for client, response in ((other, other_r), (mine, mine_r)):
+            response.close()
+            client.close()
+
+
 @pytest.mark.parametrize("token, status, code", [
     ("rn_inst_" + "x" * 43, 401, "unauthenticated"),  # well-formed, unknown
     ("not-a-token", 401, "unauthenticated"),

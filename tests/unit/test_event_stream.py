@@ -58,7 +58,7 @@ def test_event_names_follow_the_mail_kind():
         "ask": "message", "reply": "message", "notice": "message", "task_offer": "task_offer",
         "task_update": "task_update", "channel": "message"}
     assert event_stream.event_name({"kind": "notice", "wakeReason": "control_wake_agent"}) == "wake"
-    assert set(event_stream.EVENT_NAMES) == {"message", "task_offer", "task_update", "wake"}
+    assert set(event_stream.EVENT_NAMES) == {"message", "task_offer", "task_update", "wake", "claim_released"}
 
 
 def test_items_that_are_not_mailbox_entries_make_no_event():
@@ -129,3 +129,19 @@ def test_a_new_stream_past_the_per_instance_bound_replaces_the_oldest():
     assert not threads[0].is_alive() and hub.count() == MAX_PER_INSTANCE
     hub.stop()
     assert all(sink.events(1) == ["stopping"] for sink in sinks[1:])
+
+
+def test_a_released_claim_is_an_event_for_every_instance_of_the_network_but_the_releaser(table):
+    from relaynet.events import event_action
+
+    action = event_action("net_1", "claim", {"agent": "coder", "instanceId": "inst_c0"}, "claim src/** released",
+                          claimId="clm_1", state="released", scope="src/**")
+    found = event_stream.addressed(store_table.decode(action["Put"]["Item"]))  # the item as committed
+    assert found.reaches(_inst("planner", "inst_p")) and found.reaches(_inst("coder", "inst_c1"))
+    assert not found.reaches(_inst("coder", "inst_c0"))  # its own release
+    assert not found.reaches(_inst("planner", "inst_p", net="net_2"))
+    assert {k: v for k, v in found.event.items() if k != "createdAt"} == {
+        "event": "claim_released", "id": found.event["id"], "networkId": "net_1", "instanceId": None,
+        "claimId": "clm_1", "scope": "src/**"}
+    claimed = event_action("net_1", "claim", {"agent": "coder"}, "claimed", claimId="clm_1", state="active")
+    assert event_stream.addressed(store_table.decode(claimed["Put"]["Item"])) is None

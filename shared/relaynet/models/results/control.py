@@ -141,6 +141,7 @@ class Event(Entity):
     summary: str
     at: str
     claimId: str | None = None
+    scope: str | None = None  #: a claim's scope (claim events written since issue 26's claim_released)
     state: str | None = None
     taskId: str | None = None
     instanceId: str | None = None
