@@ -484,11 +484,14 @@ def op_create_channel(session: Session, params: dict[str, Any]) -> Any:
     return DEFERRED
 
 
-def _answer_creator(session: Session, net: str, channel_id: str, hs: dict[str, Any], error: str | None) -> None:
+def _answer_creator(session: Session, net: str, channel_id: str, hs: dict[str, Any], error: str | None,
+                    read: tuple[dict[str, Any], dict[str, Any] | None, list[dict[str, Any]]] | None = None) -> None:
+    """Answer the creator's deferred ``create_channel``: the channel's metadata (from ``read``,
+    a :func:`_read` the caller made after the handshake ended, else a new one) or ``error``."""
     if not hs.get("request_id"):
         return
     if error is None:
-        head, hs_now, _ = _read(net, channel_id)
+        head, hs_now, _ = read or _read(net, channel_id)
         frame = ResponseFrame(request_id=hs["request_id"], ok=True, result=metadata(head, hs_now).to_dict())
     else:
         frame = ResponseFrame(request_id=hs["request_id"], ok=False, error_code="protocol_error", error_message=error)
@@ -540,20 +543,21 @@ def _invite_answer(session: Session, net: str, principal: Principal, env: Envelo
         return envelope_id
     after = store.ack_handshake(net, env.channel_id, principal.agent)
     if after is not None and not after["pending_acks"]:
-        _queue_opened(session, net, env.channel_id)
-        _answer_creator(session, net, env.channel_id, after, None)
+        _answer_creator(session, net, env.channel_id, after, None, read=_queue_opened(session, net, env.channel_id))
     return envelope_id
 
 
-def _queue_opened(session: Session, net: str, channel_id: str) -> None:
+def _queue_opened(session: Session, net: str, channel_id: str):
     """Queue the channel's ``opened`` for its AG2-connected participants, which :func:`deliver`
     held while invites were pending (AG2's hub broadcasts ``EV_CHANNEL_OPENED`` on quorum); its
-    delivery marker keeps it to one post per connection whoever gets there first."""
-    head, _, envs = _read(net, channel_id)
+    delivery marker keeps it to one post per connection whoever gets there first. Returns the
+    channel as read (:func:`_read`), for the creator's answer: one Query for both."""
+    read = _read(net, channel_id)
+    head, _, envs = read
     opened = next((e for e in envs if e["event_type"] == "opened"), None)
-    if opened is None:
-        return
-    _queue(session, net, head, [(opened, recipients(opened, head))])
+    if opened is not None:
+        _queue(session, net, head, [(opened, recipients(opened, head))])
+    return read
 
 
 def op_get_channel(session: Session, params: dict[str, Any]) -> Any:
