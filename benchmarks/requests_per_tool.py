@@ -203,9 +203,10 @@ class Meter:
 
 # --------------------------------------------------------------------------- calling the handlers
 
-def call(tool: str, body: dict[str, Any], token: str, key: str | None = None) -> tuple[int, dict[str, Any]]:
+def call(tool: str, body: dict[str, Any], token: str, key: str | None = None,
+         query: str = "") -> tuple[int, dict[str, Any]]:
     """``POST /v1/tools/<tool>`` (or an endpoint's ``method path``, relaynet.catalogue.ENDPOINTS)
-    as API Gateway does it: the authorizer, then the handler."""
+    as API Gateway does it: the authorizer, then the handler; ``query`` is the raw query string."""
     from relaynet_local.events import authorizer_event, http_event
     from relaynet_local.lambdas import LambdaContext, load_handler
 
@@ -219,7 +220,7 @@ def call(tool: str, body: dict[str, Any], token: str, key: str | None = None) ->
         hdrs.append(("idempotency-key", key))
     auth = load_handler(FUNCTIONS, "authorizer.handler")(
         authorizer_event(method, path, route_key=route, identity=[f"Bearer {token}"], headers=hdrs), None)
-    event = http_event(method, path, route_key=route, headers=hdrs, body=json.dumps(body),
+    event = http_event(method, path, route_key=route, query=query, headers=hdrs, body=json.dumps(body),
                        authorizer_context=auth["context"])
     resp = load_handler(FUNCTIONS, f"{tool}.handler")(event, LambdaContext(tool, 29.0, 512))
     return resp["statusCode"], json.loads(resp["body"])
@@ -373,8 +374,9 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
     by_inst = {i["instanceId"]: i["token"] for lst in insts.values() for i in lst}
     state: dict[str, Any] = {}
 
-    def ok(tool: str, body: dict[str, Any], who: str, key: str | None = None, expect: int = 200) -> dict[str, Any]:
-        status, out = call(tool, body, tok.get(who) or by_inst[who], key)
+    def ok(tool: str, body: dict[str, Any], who: str, key: str | None = None, expect: int = 200,
+           query: str = "") -> dict[str, Any]:
+        status, out = call(tool, body, tok.get(who) or by_inst[who], key, query)
         assert status == expect, f"{tool} as {who}: {status} {out} (a 500 is logged; UndeclaredAction = a missing declaration)"
         return out
 
@@ -432,6 +434,9 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
     yield Step("network_ask (404, with a key)", "network_ask", False,
                lambda: ok("network_ask", {"toAgent": "ghost", "body": "hi"}, "planner0", key(), expect=404))
     yield Step("inbox_summary (1 message)", "inbox_summary", True, lambda: ok("inbox_summary", {}, "reviewer0"))
+    # answered at once; a wait with nothing waiting makes one more Query per 0.5 s (mailbox.WAIT_POLL_SECONDS)
+    yield Step("inbox_wait (1 message waiting)", "inbox_wait", True,
+               lambda: ok("inbox_wait", {}, "reviewer0", query="timeout=20"))
     yield Step("network_inbox (1 message)", "network_inbox", True,
                lambda: ok("network_inbox", {}, "reviewer0"))
     yield Step("network_inbox (empty)", "network_inbox", False, lambda: ok("network_inbox", {}, "reviewer0"))

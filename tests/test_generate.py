@@ -66,7 +66,8 @@ def test_a_renamed_domain_function_is_one_catalogue_edit():
 @pytest.mark.parametrize("change, message", [
     ({"actions": ("GetItem", "CreateTable")}, "CreateTable"),
     ({"actions": ("GetItem", "GetItem")}, "twice"),
-    ({"args": ("caller", "os.system('x')")}, "neither caller, request nor relaynet"),
+    ({"args": ("caller", "os.system('x')")}, "neither caller, request, query nor relaynet"),
+    ({"args": ("caller", "query.timeout")}, "args name query but the entry has no query model"),
     ({"args": ("caller", "request.")}, "not a Python expression"),
     ({"call": "os.path.join"}, "under relaynet"),
     ({"idempotent": True, "actions": ("GetItem",)}, "Idempotency-Key but its actions lack"),

@@ -219,8 +219,8 @@ def test_every_tools_answers_in_the_scenarios_are_its_response_model(table, monk
     bench = _bench()
     real, answered = bench.call, set()
 
-    def checked(tool, body, token, key=None):
-        status, out = real(tool, body, token, key)
+    def checked(tool, body, token, key=None, query=""):
+        status, out = real(tool, body, token, key, query)
         if status == 200:
             check_result(tool, out)
             answered.add(tool)

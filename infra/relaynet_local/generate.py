@@ -160,8 +160,12 @@ class _Render(ast.NodeTransformer):
     def visit_Name(self, node: ast.Name) -> ast.AST:
         if node.id == "caller":
             return ast.parse("tool.caller()", mode="eval").body
+        if node.id == "query":
+            if getattr(self.op, "query_name", None) is None:
+                raise CatalogueError(f"{self.op.name}: args name query but the entry has no query model")
+            return node
         if node.id != "request":
-            raise CatalogueError(f"{self.op.name}: {node.id!r} in args is neither caller, request nor relaynet.*")
+            raise CatalogueError(f"{self.op.name}: {node.id!r} in args is neither caller, request, query nor relaynet.*")
         if self.op.model_name is None:
             raise CatalogueError(f"{self.op.name}: args name request but the entry has no request model")
         return node
@@ -200,8 +204,8 @@ def _tuple(items: tuple[str, ...]) -> str:
 def handler_source(op: catalogue.Operation) -> str:
     """functions/<name>.py for one catalogue entry."""
     check(op)
-    imports = _Imports(taken={op.name, "tool", "handler", "request", "ToolApp", "Annotated", "Body",
-                              "DYNAMODB_ACTIONS", "relaynet"})
+    imports = _Imports(taken={op.name, "tool", "handler", "request", "query", "ToolApp", "Annotated", "Body",
+                              "Query", "DYNAMODB_ACTIONS", "relaynet"})
     call = render_call(op, imports)
     if op.idempotent_when:
         body = (f"    if {op.idempotent_when}:  # only then does it create something (an Idempotency-Key applies)\n"
@@ -210,14 +214,19 @@ def handler_source(op: catalogue.Operation) -> str:
         body = f"    return tool.once(request, lambda: {call})"
     else:
         body = f"    return {call}"
+    query_name = getattr(op, "query_name", None)
+    params_from = [name for name, present in (("Body", op.model_name), ("Query", query_name)) if present]
     head = []
-    if op.model_name is not None:
-        head += ["from typing import Annotated", "", "from aws_lambda_powertools.event_handler.openapi.params import Body", ""]
+    if params_from:
+        head += ["from typing import Annotated", "",
+                 f"from aws_lambda_powertools.event_handler.openapi.params import {', '.join(params_from)}", ""]
     head += imports.lines()
     head.append("from relaynet.http.api import ToolApp")
-    if op.model_name is not None:
-        head.append(f"from relaynet.models.{op.surface} import {op.model_name}")
-    params = f"request: Annotated[{op.model_name}, Body()]" if op.model_name is not None else ""
+    models = [m for m in (op.model_name, query_name) if m]
+    if models:
+        head.append(f"from relaynet.models.{op.surface} import {', '.join(models)}")
+    params = ", ".join([*([f"request: Annotated[{op.model_name}, Body()]"] if op.model_name else []),
+                        *([f"query: Annotated[{query_name}, Query()]"] if query_name else [])])
     return HANDLER.format(name=op.name, method=op.method, path=op.path, call=op.call,
                           imports="\n" + "\n".join(head) + "\n", actions=_tuple(op.actions), params=params, body=body)
 

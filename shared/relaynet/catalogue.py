@@ -349,11 +349,21 @@ TOOLS: dict[str, Tool] = {t.name: t for t in (*WORKER_TOOLS, *PLUGIN_TOOLS, *CON
 @dataclass(frozen=True)
 class Endpoint(Operation):
     """An HTTP endpoint beside the tools, never an MCP tool (the tool surfaces are fixed,
-    PROTOCOL.md 1): ``method path`` with operationId ``name``, for tokens of ``surface``."""
+    PROTOCOL.md 1): ``method path`` with operationId ``name``, for tokens of ``surface``.
+    ``query_name`` names the model of its query string in ``relaynet.models.<surface>`` (None:
+    it takes none); ``args`` then name the parsed query ``query``."""
 
     _: KW_ONLY
     method: str
     path: str
+    query_name: str | None = None
+
+    @property
+    def query_model(self) -> Type[BaseModel] | None:
+        """The query string's model (pydantic), from ``relaynet.models.<surface>``; None: none."""
+        if self.query_name is None:
+            return None
+        return getattr(importlib.import_module(f"relaynet.models.{self.surface}"), self.query_name)
 
 
 #: The endpoints for clients that are not an LLM choosing tools: hooks, webhook set-up.
@@ -363,6 +373,13 @@ ENDPOINTS: dict[str, Endpoint] = {e.name: e for e in (
              "delivering anything (network_inbox delivers). One DynamoDB request: cheap enough for "
              "a hook to call before every prompt.",
              response="InboxSummaryResult", call="relaynet.mailbox.summary", args=("caller",),
+             actions=("Query", "UpdateItem")),
+    Endpoint("inbox_wait", "worker", None, method="GET", path="/v1/inbox/wait", query_name="InboxWaitQuery",
+             description="Wait until a message is undelivered for you, then answer the inbox summary "
+             "(as GET /v1/inbox/summary); at timeout seconds (at most MaxWaitSeconds) answer it as "
+             "it is, undelivered 0. Delivers nothing: call network_inbox next. A long poll for "
+             "clients that can hold neither an event stream nor a webhook.",
+             response="InboxSummaryResult", call="relaynet.mailbox.wait", args=("caller", "query.timeout"),
              actions=("Query", "UpdateItem")),
     Endpoint("claims_check", "worker", "ClaimsCheckRequest", method="POST", path="/v1/claims/check",
              description="Which of these paths (relative to the repository's top level; at most 1,000) are "

@@ -409,13 +409,17 @@ class RelaynetClient(_WorkerTools[dict[str, Any]]):
         """``GET /v1/health``: ``{"status": "ok", "version": ...}``. Raises :class:`ApiError`."""
         return self.request("GET", "/v1/health")
 
-    def request(self, method: str, path: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    def request(self, method: str, path: str, arguments: dict[str, Any] | None = None, *,
+                params: dict[str, Any] | None = None, timeout: float | None = None) -> dict[str, Any]:
         """One request to an endpoint beside the tools (docs/protocol.md 10), e.g.
-        ``request("GET", "/v1/inbox/summary")``; ``arguments`` is the JSON body (none when None).
+        ``request("GET", "/v1/inbox/summary")``; ``arguments`` is the JSON body (none when None),
+        ``params`` the query string, ``timeout`` this request's seconds (default: the client's).
         Returns the JSON object; raises :class:`ApiError` as :meth:`call` does."""
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         try:
             response = self._http.request(method, path, content=None if arguments is None else _body(arguments),
-                                          headers=None if arguments is None else {"Content-Type": "application/json"})
+                                          headers=None if arguments is None else {"Content-Type": "application/json"},
+                                          params=params, **extra)
         except httpx.TransportError as exc:
             raise _transport_error(exc, self.url) from exc
         return _result_from_response(response)
@@ -424,6 +428,13 @@ class RelaynetClient(_WorkerTools[dict[str, Any]]):
         """``GET /v1/inbox/summary``: ``{undelivered, byKind, oldestCreatedAt, complete}``,
         delivering nothing (docs/protocol.md 10.1)."""
         return self.request(*ENDPOINT_ROUTES["inbox_summary"])
+
+    def inbox_wait(self, timeout: int = 20) -> dict[str, Any]:
+        """``GET /v1/inbox/wait?timeout=S``: the inbox summary as soon as something is undelivered,
+        or at ``timeout`` seconds (the hub holds at most its MaxWaitSeconds, 20 by default) with
+        ``undelivered`` 0; delivers nothing (docs/protocol.md 10.7). ``timeout`` below 0 is a 400.
+        The request's own timeout is ``timeout`` + 10 s. Raises :class:`ApiError`."""
+        return self.request(*ENDPOINT_ROUTES["inbox_wait"], params={"timeout": timeout}, timeout=timeout + 10.0)
 
     def check_claims(self, paths: list[str], resource_id: str | None = None) -> dict[str, Any]:
         """``POST /v1/claims/check``: ``{results: [{path, conflicts}], conflicting}``, each path's

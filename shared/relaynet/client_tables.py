@@ -76,6 +76,7 @@ CREATING_WORKER_TOOLS = frozenset({
 #: Endpoint name -> (method, path) beside ``POST /v1/tools/<name>``.
 ENDPOINT_ROUTES = {
     "inbox_summary": ("GET", "/v1/inbox/summary"),
+    "inbox_wait": ("GET", "/v1/inbox/wait"),
     "claims_check": ("POST", "/v1/claims/check"),
     "push_config_set": ("PUT", "/v1/push"),
     "push_config_delete": ("DELETE", "/v1/push"),

@@ -22,15 +22,25 @@ second in AWS; DynamoDB Local and moto update their indexes synchronously).
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
+from relaynet import event_stream
+from relaynet.config import settings
 from relaynet.identity import Principal
 from relaynet.store import mailboxes as mail_store
+from relaynet.store import table
 
 #: Entries evaluated by the one Query (its ``Limit``): the projected entries are about 150
 #: bytes, so this stays far below the 1 MB page; beyond it the counts are a lower bound
 #: (``complete`` false) rather than a second request.
 SUMMARY_LIMIT = 2000
+
+#: Longest pause between two summaries of one long poll (:func:`wait`): what a write made by
+#: another process (another Lambda in AWS) may wait before the poll sees it. Writes this process
+#: commits wake the poll at once.
+WAIT_POLL_SECONDS = 0.5
 
 
 def summary(principal: Principal) -> dict[str, Any]:
@@ -54,3 +64,64 @@ def summary(principal: Principal) -> dict[str, Any]:
             oldest = created
     return {"undelivered": sum(by_kind.values()), "byKind": by_kind, "oldestCreatedAt": oldest,
             "complete": not more}
+
+
+class _Waiters:
+    """The long polls of this process, woken by its own commits (relaynet.store.table.on_commit):
+    a mailbox entry another request of this process commits (always, in the local stack, which
+    runs every function in one process) ends a wait at once instead of at its next poll. The one
+    commit listener is registered at the first wait and stays."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting: dict[threading.Event, Principal] = {}
+        self._listening = False
+
+    def add(self, principal: Principal) -> threading.Event:
+        woken = threading.Event()
+        with self._lock:
+            if not self._listening:
+                table.on_commit(self._committed)
+                self._listening = True
+            self._waiting[woken] = principal
+        return woken
+
+    def remove(self, woken: threading.Event) -> None:
+        with self._lock:
+            self._waiting.pop(woken, None)
+
+    def _committed(self, images: list[dict[str, Any]]) -> None:
+        with self._lock:
+            if not self._waiting:
+                return
+            waiting = list(self._waiting.items())
+        for image in images:
+            found = event_stream.addressed(table.decode(image))
+            if found is None or found.everyone:  # not mail (a claim released is no inbox entry)
+                continue
+            for woken, principal in waiting:
+                if found.reaches(principal):
+                    woken.set()
+
+
+_waiters = _Waiters()
+
+
+def wait(principal: Principal, timeout: int) -> dict[str, Any]:
+    """``GET /v1/inbox/wait?timeout=S`` (docs/protocol.md 10.7): :func:`summary` as soon as it
+    counts an undelivered message (at once if one waits already), else at
+    ``min(S, RELAYNET_MAX_WAIT_SECONDS)`` seconds with ``undelivered`` 0. Delivers and writes
+    nothing. One summary Query per :data:`WAIT_POLL_SECONDS` at most; a mailbox entry this
+    process commits for the caller ends the pause at once (:class:`_Waiters`)."""
+    deadline = time.monotonic() + min(max(0, timeout), settings().max_wait)
+    woken = _waiters.add(principal)
+    try:
+        while True:
+            woken.clear()
+            found = summary(principal)
+            left = deadline - time.monotonic()
+            if found["undelivered"] > 0 or left <= 0:
+                return found
+            woken.wait(min(WAIT_POLL_SECONDS, left))
+    finally:
+        _waiters.remove(woken)

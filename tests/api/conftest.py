@@ -16,9 +16,10 @@ FUNCTIONS = str(ROOT / "functions")
 
 
 def call(tool: str, body: Any = None, token: str | None = None, headers: dict[str, str] | None = None,
-         raw: str | None = None) -> tuple[int, dict[str, Any], dict[str, str]]:
+         raw: str | None = None, query: str = "") -> tuple[int, dict[str, Any], dict[str, str]]:
     """(status, JSON body, headers) of ``POST /v1/tools/<tool>``, or of an endpoint's
-    ``method path`` when ``tool`` names one (relaynet.catalogue.ENDPOINTS)."""
+    ``method path`` when ``tool`` names one (relaynet.catalogue.ENDPOINTS); ``query`` is the raw
+    query string (``timeout=5``)."""
     from relaynet import catalogue
 
     endpoint = catalogue.ENDPOINTS.get(tool)
@@ -35,7 +36,8 @@ def call(tool: str, body: Any = None, token: str | None = None, headers: dict[st
     else:
         context = {}
     payload = raw if raw is not None else (json.dumps(body) if body is not None else None)
-    event = http_event(method, path, route_key=route, headers=hdrs, body=payload, authorizer_context=context)
+    event = http_event(method, path, route_key=route, query=query, headers=hdrs, body=payload,
+                       authorizer_context=context)
     resp = load_handler(FUNCTIONS, f"{tool}.handler")(event, LambdaContext(tool, 29.0, 512))
     status, answer = resp["statusCode"], json.loads(resp["body"])
     if status == 200:

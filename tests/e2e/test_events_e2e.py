@@ -210,3 +210,27 @@ def test_stopping_the_instance_closes_its_stream_at_once(hub):
         assert isinstance(listener.error, ApiError) and listener.error.status == 401
     finally:
         listener.close()
+
+
+def test_the_long_poll_answers_when_an_ask_arrives_and_delivers_nothing(hub):
+    """GET /v1/inbox/wait (docs/protocol.md 10.7) through the SDK, for clients with neither a
+    stream nor a webhook: held while nothing waits, answered by the ask, the ask still in the inbox."""
+    token = hub.token("reviewer")
+    tool(hub, "network_inbox", {}, token)  # start from an empty mailbox
+    answers: list = []
+    with RelaynetClient(hub.url, token) as waiting_client:
+        waiting = threading.Thread(target=lambda: answers.append(waiting_client.inbox_wait(timeout=20)), daemon=True)
+        waiting.start()
+        sent = tool(hub, "network_ask", {"body": "please look at #7", "toAgent": "reviewer"}, hub.token("planner"))
+        waiting.join(WAIT)
+    assert not waiting.is_alive() and answers[0]["undelivered"] == 1 and answers[0]["byKind"] == {"ask": 1}
+    inbox = tool(hub, "network_inbox", {}, token)
+    assert [m["id"] for m in inbox["messages"]] == [sent["messageId"]]
+    with RelaynetClient(hub.url, token) as client:
+        assert client.inbox_wait(timeout=0)["undelivered"] == 0  # nothing left: answered at the timeout
+        with pytest.raises(ApiError) as bad:
+            client.inbox_wait(timeout=-1)
+    assert bad.value.status == 400 and bad.value.code == "invalid_argument"
+    r = httpx.get(f"{hub.url}/v1/inbox/wait?timeout=1&since=x", headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 400 and r.json()["error"]["details"]["fields"] == [
+        {"field": "since", "message": "unknown argument"}]

@@ -16,9 +16,10 @@ by :meth:`ToolApp.handler`, outermost first: the DynamoDB declaration; the obser
 :func:`relaynet.observability.instrument` (``inject_lambda_context`` with the HTTP API correlation
 id, ``log_metrics``, the tracer when on, the one ``"request"`` log line); :func:`authenticate`
 (401, the caller in the resolver's context and in the log keys); :func:`check_body` (413/400);
-:func:`refresh_presence` (the caller's ``lastSeenAt``, worker and plugin surfaces); then the
-resolver (validation, the route, the error mapping). They must run before the resolver's
-validation, which is why they are not ``app.use`` middlewares (those run after it).
+:func:`check_query` (400 for an unknown query parameter); :func:`refresh_presence` (the
+caller's ``lastSeenAt``, worker and plugin surfaces); then the resolver (validation, the route,
+the error mapping). They must run before the resolver's validation, which is why they are not
+``app.use`` middlewares (those run after it).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any, Callable, Iterable
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.middleware_factory import lambda_handler_decorator
 
 from relaynet import catalogue, observability
@@ -58,6 +59,8 @@ def _json_response(exc: RelaynetError) -> Response:
 
 
 def _field_path(loc: tuple) -> str:
+    if loc[:2] == ("query", "query"):  # a query-string model's field (catalogue.Endpoint.query_name)
+        loc = loc[2:]
     parts = [str(p) for p in loc if p not in ("body",)]
     return ".".join(parts) or "body"
 
@@ -260,7 +263,7 @@ class ToolApp:
             return self.app.resolve(event, context)
 
         # The middlewares (module docstring), innermost first; they wrap functions, not bound methods.
-        steps = authenticate(check_body(refresh_presence(resolve, tool=self)), tool=self)
+        steps = authenticate(check_body(check_query(refresh_presence(resolve, tool=self), tool=self)), tool=self)
         self._entry = observability.instrument(steps, name=self.tool.name, tool=True)
 
     def route(self, func: Callable) -> Callable:
@@ -271,16 +274,18 @@ class ToolApp:
         so the handlers, the MCP bridge and the OpenAPI document share one schema; anything else
         is a TypeError at import.
         """
-        bodies = [hint for hint in typing.get_type_hints(func, include_extras=True).values()
-                  if typing.get_origin(hint) is typing.Annotated
-                  and any(isinstance(m, Body) for m in hint.__metadata__)]
-        models = [typing.get_args(hint)[0] for hint in bodies]
-        want = [self.tool.model] if self.tool.model is not None else []
-        if models != want:
-            expected = (f"Annotated[{self.tool.model.__name__}, Body()] (the catalogue's model)"
-                        if self.tool.model is not None else "no body (the catalogue names no model)")
-            raise TypeError(f"{self.tool.name}: the route must take {expected}, found "
-                            f"{[getattr(m, '__name__', m) for m in models]} in {inspect.signature(func)}")
+        hints = typing.get_type_hints(func, include_extras=True).values()
+        query_model = getattr(self.tool, "query_model", None)
+        for kind, want_model, what in ((Body, self.tool.model, "body"), (Query, query_model, "query string")):
+            found = [typing.get_args(hint)[0] for hint in hints
+                     if typing.get_origin(hint) is typing.Annotated
+                     and any(isinstance(m, kind) for m in hint.__metadata__)]
+            want = [want_model] if want_model is not None else []
+            if found != want:
+                expected = (f"Annotated[{want_model.__name__}, {kind.__name__}()] (the catalogue's model)"
+                            if want_model is not None else f"no {what} (the catalogue names no model)")
+                raise TypeError(f"{self.tool.name}: the route must take {expected}, found "
+                                f"{[getattr(m, '__name__', m) for m in found]} in {inspect.signature(func)}")
         return self.app.route(self.tool.path, self.method, operation_id=self.tool.name, summary=self.tool.name,
                               description=self.tool.description)(func)
 
@@ -341,6 +346,21 @@ def check_body(handler: Callable[..., dict[str, Any]], event: dict[str, Any], co
         event = _prepare(event)
     except RelaynetError as exc:
         return error_response(exc)
+    return handler(event, context)
+
+
+@lambda_handler_decorator
+def check_query(handler: Callable[..., dict[str, Any]], event: dict[str, Any], context: Any, *,
+                tool: ToolApp) -> dict[str, Any]:
+    """400 for a query-string parameter the endpoint's query model does not name (a misspelt
+    ``?timout=5`` would otherwise be ignored and the default used); powertools validates the
+    named ones. Endpoints without a query model ignore a query string, as API Gateway does."""
+    model = getattr(tool.tool, "query_model", None)
+    if model is not None:
+        unknown = sorted(set(event.get("queryStringParameters") or {}) - set(model.model_fields))
+        if unknown:
+            fields = [{"field": name, "message": "unknown argument"} for name in unknown]
+            return error_response(InvalidArgument("; ".join(f"{f['field']}: {f['message']}" for f in fields), fields))
     return handler(event, context)
 
 

@@ -13,13 +13,14 @@ PATH`` writes it alone.
 import argparse
 import copy
 import functools
+import inspect
 import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from relaynet import __version__, catalogue
 
@@ -86,15 +87,16 @@ def _error_components() -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _register(app: APIGatewayHttpResolver, op: catalogue.Operation) -> None:
-    """One operation: the catalogue's request body (if any) and response model, never called."""
-    model, result = op.model, op.response_model
-    if model is None:
-        def route() -> result:  # type: ignore[valid-type]
-            raise NotImplementedError  # never called: the document only
-    else:
-        def route(request: Annotated[model, Body()]) -> result:  # type: ignore[valid-type]
-            raise NotImplementedError
+    """One operation: the catalogue's request body and query string (if any) and response model,
+    never called."""
+    model, query, result = op.model, getattr(op, "query_model", None), op.response_model
 
+    def route(**_: Any) -> result:  # type: ignore[valid-type]
+        raise NotImplementedError  # never called: the document only
+
+    params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[kind, marker()])
+              for name, kind, marker in (("request", model, Body), ("query", query, Query)) if kind is not None]
+    route.__signature__ = inspect.Signature(params, return_annotation=result)  # type: ignore[attr-defined]
     route.__name__ = op.name
     app.route(op.path, op.method, operation_id=op.name, summary=op.name, description=op.description,
               tags=[op.surface])(route)
@@ -117,6 +119,14 @@ def _complete(doc: dict[str, Any]) -> dict[str, Any]:
             op["responses"] = {"200": ok, **{status: {"$ref": f"#/components/responses/{code}"}
                                              for status, (code, _) in ERRORS.items()}}
             entry = catalogue.TOOLS.get(op["operationId"]) or catalogue.ENDPOINTS[op["operationId"]]
+            query = getattr(entry, "query_model", None)
+            if query is not None:  # powertools gives a query model's fields only their type: give them all
+                fields = query.model_json_schema()["properties"]
+                components["schemas"].pop(query.__name__, None)
+                for param in op.get("parameters", []):
+                    if param.get("in") == "query" and param["name"] in fields:
+                        param["schema"] = {k: v for k, v in fields[param["name"]].items()
+                                           if k not in ("title", "description")}
             if entry.idempotent:
                 op["parameters"] = [*op.get("parameters", []), {
                     "name": "Idempotency-Key", "in": "header", "required": False,

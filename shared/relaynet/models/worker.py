@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Optional
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from relaynet.models.common import (
     Body,
@@ -160,3 +160,15 @@ class PushConfigRequest(Request):
                                                                          "(http only to a loopback host locally)")]
     token: Annotated[str, Field(min_length=16, max_length=256, description="The signing secret, 16 to 256 characters")]
     authentication: Optional[PushAuthentication] = None
+
+
+class InboxWaitQuery(BaseModel):
+    """``GET /v1/inbox/wait?timeout=S`` (docs/protocol.md 10.7): the query string, parsed from its
+    text (``timeout=5``), so not strict as the JSON bodies are; an unknown parameter is a 400
+    (relaynet.http.api)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    timeout: Annotated[int, Field(ge=0, le=86400, description="Seconds to wait for undelivered mail; the "
+                                                              "server holds at most MaxWaitSeconds (20 by "
+                                                              "default), then answers what there is")] = 20
