@@ -350,6 +350,10 @@ def push_steps(state: dict[str, Any], ok: Callable[..., dict[str, Any]], key: Ca
     yield Step("notifier (receiver failing, a retry scheduled)", "notifier", False, lambda: notify(503, "retrying"))
     yield Step("push_config_delete (DELETE /v1/push)", "push_config_delete", False,
                lambda: ok("push_config_delete", {}, "coder0"))
+    yield Step("supervisor_state_set (PUT /v1/supervisor)", "supervisor_state_set", False, lambda: ok(
+        "supervisor_state_set", {"state": "idle", "activeRuns": 0, "maxRuns": 1, "runsStarted": 1, "lastRun": {
+            "number": 1, "exit": 0, "timedOut": False, "endedAt": "2026-12-03T10:00:00.000Z", "blocked": [],
+            "log": ".relaynet/worker/run-0001.log"}}, "coder0"))
     yield Step("push_retry (no config any more: dropped)", "push_retry", False, lambda: retry(204, "dropped"))
 
 

@@ -576,7 +576,9 @@ class LocalStack:
         reports it (``relaynet.admin.parse``). Push URLs are judged as the running stack judges
         them (``http`` to a loopback host allowed unless ``RELAYNET_PUSH_ALLOW_LOOPBACK`` is set,
         :class:`relaynet_local.streams.StreamRunner`); a representative's grant on a network the
-        file does not declare needs the table, so only :meth:`apply_spec` checks it."""
+        file does not declare needs the table, so only :meth:`apply_spec` checks it. A ``launch:``
+        command that is neither an executable file nor on PATH is refused here too
+        (relaynet_local.launches)."""
         from relaynet_local.streams import stream_sources
 
         # the handlers' environment (template.yaml's, e.g. POWERTOOLS_SERVICE_NAME) is in place
@@ -589,8 +591,9 @@ class LocalStack:
         _reset_shared_caches()
         try:
             from relaynet.admin import parse
+            from relaynet_local.launches import check_commands
 
-            parse(text, check_store=False)
+            check_commands(parse(text, check_store=False))  # a launch: command that cannot run, too
         finally:
             for name in wanted:
                 os.environ.pop(name, None)
@@ -871,6 +874,8 @@ def serve(host: str = "127.0.0.1", port: int = 8787, spec: str | os.PathLike[str
     restart it creates nothing) and merges the tokens it created into ``tokens_out`` (default
     ``.relaynet/tokens.json``, mode 0600, :func:`merge_tokens`), so tokens already there are kept.
     With ``print_mcp_config``, prints an MCP client configuration per instance of the tokens file.
+    Agents of the spec with a ``launch:`` entry have each instance the tokens file holds
+    supervised until the hub stops (relaynet_local.launches; the supervisors stop first).
     Finally prints ``Relaynet hub listening on <url>`` to stdout: once it appears, the tokens
     file is written. The spec is read and validated before anything starts: an invalid one raises
     InvalidArgument (:meth:`LocalStack.check_spec`) and no store is started. Raises ``OSError``
@@ -896,10 +901,21 @@ def serve(host: str = "127.0.0.1", port: int = 8787, spec: str | os.PathLike[str
         sys.stdout = out
 
 
+def _launches(spec_text: str, tokens: dict[str, Any], url: str, log_root: Path) -> Any:
+    """The started supervisors of the spec's ``launch:`` entries (relaynet_local.launches)."""
+    from relaynet.admin import parse
+    from relaynet_local.launches import Launches, plan
+
+    supervisors = Launches(plan(parse(spec_text, check_store=False), tokens), url, log_root)
+    supervisors.start()
+    return supervisors
+
+
 def _serve(out: Any, stack: LocalStack, spec: str | os.PathLike[str] | None, spec_text: str | None,
            tokens_path: Path, print_mcp_config: bool) -> None:
     stop = threading.Event()
     previous: dict[int, Any] = {}
+    supervisors = None
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
@@ -915,6 +931,7 @@ def _serve(out: Any, stack: LocalStack, spec: str | os.PathLike[str] | None, spe
             else:
                 log.info("applied %s: nothing new; %s kept as it is", spec, tokens_path)
             tokens = merged
+            supervisors = _launches(spec_text, tokens, stack.url, tokens_path.parent / "worker")
         if print_mcp_config:
             if tokens.get("networks"):
                 print(mcp_config_text(tokens, stack.url), file=out, flush=True)
@@ -932,6 +949,8 @@ def _serve(out: Any, stack: LocalStack, spec: str | os.PathLike[str] | None, spe
             pass
         log.info("shutting down")
     finally:
+        if supervisors is not None:  # before the hub: the runs' grace is spent with the hub up
+            supervisors.stop()
         stack.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -7,10 +7,11 @@ new; it prints the tokens of what it created.
 
 from __future__ import annotations
 
+import shlex
 from typing import Annotated, Any, Literal, Optional
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from relaynet import cache, clock, ids
 from relaynet.errors import InvalidArgument, NotFound
@@ -65,6 +66,40 @@ class PushSpec(_Spec):
     authentication: Optional[PushAuthenticationSpec] = None
 
 
+def _argv(raw: Any) -> Any:
+    """A command as a list of arguments: a string is split as a POSIX shell would (no shell runs it)."""
+    if isinstance(raw, str):
+        try:
+            return shlex.split(raw)
+        except ValueError as exc:
+            raise ValueError(f"not a command line ({exc})") from None
+    return raw
+
+
+_RESERVED_ENV = ("RELAYNET_URL", "RELAYNET_TOKEN", "RELAYNET_PROMPT")
+
+
+def _run_env(env: dict[str, str]) -> dict[str, str]:
+    reserved = sorted(set(env) & set(_RESERVED_ENV))
+    if reserved:
+        raise ValueError(f"{', '.join(reserved)} is set by the supervisor for each run")
+    return env
+
+
+class LaunchSpec(_Spec):
+    """A definition's ``launch:`` entry (docs/protocol.md 9, issue 27): ``relaynet serve --spec``
+    supervises every instance of the agent whose token the tokens file holds, as ``relaynet
+    worker`` does (relaynet.worker.Supervisor): it starts ``command`` when a task offer, an ask or
+    a wake-up waits. Never stored in the table (it is the operator's machine, not the network's)."""
+
+    command: Annotated[list[Annotated[str, Field(min_length=1)]], BeforeValidator(_argv), Field(min_length=1)]
+    timeout: Annotated[int, Field(ge=1, le=86400, description="seconds a run may take")] = 3600
+    env: Annotated[dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], str],
+                   AfterValidator(_run_env)] = {}
+    max_runs: Annotated[int, Field(ge=1, le=16)] = 1
+    grace: Annotated[int, Field(ge=0, le=3600, description="seconds active runs get when the hub stops")] = 30
+
+
 class AgentSpec(_Spec):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     description: str = ""
@@ -77,6 +112,7 @@ class AgentSpec(_Spec):
     skill_md: Optional[str] = None
     inbound_from: list[str] = ["*"]
     push: Optional[PushSpec] = None
+    launch: Optional[LaunchSpec] = None
 
 
 class GroupSpec(_Spec):
@@ -214,7 +250,7 @@ def _apply_network(net_id: str, spec: NetworkSpec) -> dict[str, list[dict[str, s
             membership.setdefault(slug, set()).add(agent.name)
     pk = k.net(net_id)
     for agent in spec.agents:
-        doc = agent.model_dump(exclude={"instances"})
+        doc = agent.model_dump(exclude={"instances", "launch"})  # launch: the operator's machine (LaunchSpec)
         doc["groups"] = sorted(s for s, members in membership.items() if agent.name in members)
         for resp in doc["responsibilities"]:
             if resp["resource"] is not None:

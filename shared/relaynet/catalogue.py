@@ -393,6 +393,12 @@ ENDPOINTS: dict[str, Endpoint] = {e.name: e for e in (
              "wake-up arrives for it. Replaces the previous one; overrides its agent definition's.",
              response="PushConfigSetResult", call="relaynet.push.set_config",
              actions=("UpdateItem",)),
+    Endpoint("supervisor_state_set", "worker", "SupervisorStateRequest", method="PUT", path="/v1/supervisor",
+             description="Report the run state of this instance's supervisor (relaynet worker): idle, running, "
+             "stopping or stopped, active and started runs, the last run's exit. Sent at each change and "
+             "every 60 s; control_list_agents shows it, as lost once 180 s pass without a report.",
+             response="SupervisorStateSetResult", call="relaynet.supervision.set_state",
+             actions=("UpdateItem",)),
     Endpoint("push_config_delete", "worker", None, method="DELETE", path="/v1/push",
              description="Remove this instance's own push endpoint (its agent definition's, if any, applies again).",
              response="PushConfigDeleteResult", call="relaynet.push.delete_config", args=("caller",),

@@ -454,6 +454,18 @@ class RelaynetClient(_WorkerTools[dict[str, Any]]):
             body["authentication"] = authentication
         return self.request(*ENDPOINT_ROUTES["push_config_set"], body)
 
+    def report_supervisor(self, state: str, *, active_runs: int, max_runs: int, runs_started: int,
+                          last_run: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``PUT /v1/supervisor``: this instance's run state as its supervisor sees it (docs/protocol.md
+        10.8): ``state`` idle | running | stopping | stopped; ``last_run`` ``{number, exit, timedOut,
+        endedAt, blocked, log}``. Returns ``{supervisor: {state, activeRuns, maxRuns, runsStarted,
+        lastRun, updatedAt, expiresAt}}``; raises :class:`ApiError` (400 for a bad field)."""
+        body: dict[str, Any] = {"state": state, "activeRuns": active_runs, "maxRuns": max_runs,
+                                "runsStarted": runs_started}
+        if last_run is not None:
+            body["lastRun"] = last_run
+        return self.request(*ENDPOINT_ROUTES["supervisor_state_set"], body)
+
     def delete_push(self) -> dict[str, Any]:
         """``DELETE /v1/push``: ``{removed: bool}``."""
         return self.request(*ENDPOINT_ROUTES["push_config_delete"])

@@ -79,5 +79,6 @@ ENDPOINT_ROUTES = {
     "inbox_wait": ("GET", "/v1/inbox/wait"),
     "claims_check": ("POST", "/v1/claims/check"),
     "push_config_set": ("PUT", "/v1/push"),
+    "supervisor_state_set": ("PUT", "/v1/supervisor"),
     "push_config_delete": ("DELETE", "/v1/push"),
 }

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from relaynet import clock
+from relaynet import clock, supervision
 from relaynet.errors import NotFound
 from relaynet.identity import Principal, availability, status
 from relaynet.resources import normalise as normalise_resource
@@ -87,7 +87,8 @@ def instance_view(inst: dict[str, Any], now_ms: int, agent: dict[str, Any] | Non
     """``{id, status, availability, capabilities, createdAt, lastSeenAt}`` of an instance, plus
     ``push`` (relaynet.push.status_view: the endpoint in force for it and the last delivery's
     status and failures) when it has an endpoint (its own or its definition ``agent``'s) or has
-    had a delivery."""
+    had a delivery, and ``supervisor`` (relaynet.supervision.view: its run state) when a
+    supervisor has reported on it."""
     from relaynet.push import status_view
 
     out = {
@@ -101,6 +102,9 @@ def instance_view(inst: dict[str, Any], now_ms: int, agent: dict[str, Any] | Non
     push = status_view(inst, agent)
     if push is not None:
         out["push"] = push
+    supervised = supervision.view(inst.get("supervisor"), now_ms)
+    if supervised is not None:
+        out["supervisor"] = supervised
     return out
 
 

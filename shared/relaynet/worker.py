@@ -23,6 +23,10 @@ COMMAND with ``RELAYNET_URL``, ``RELAYNET_TOKEN`` and ``RELAYNET_PROMPT`` (what 
   within :data:`QUICK_RUN` seconds with work still waiting (a command that fails at once, or
   reads nothing) delays the next start: 1 s, doubled each time, at most :data:`MAX_BACKOFF`.
   A COMMAND that cannot be started is recorded with exit 127 and backed off the same way.
+- **Run state**: each change (started, a run started or ended, stopping, stopped) and a
+  heartbeat every :data:`HEARTBEAT` seconds are reported with ``PUT /v1/supervisor``
+  (:meth:`Supervisor.report`), which ``control_list_agents`` shows per instance (``lost`` when
+  the reports stop: docs/protocol.md 10.8).
 - **SIGTERM or SIGINT**: start nothing more, give the active runs ``--grace`` seconds (default
   30), then stop them; exit 0.
 - **A kill -9 of the supervisor** loses nothing and starts no second run for accepted work: what
@@ -62,6 +66,7 @@ STARTS_A_RUN = ("task_offer", "wake")
 _IN_PROGRESS = ("accepted", "working")
 _KILL_AFTER = 5.0
 QUICK_RUN = 10.0  #: seconds: a run shorter than this that leaves work waiting delays the next start
+HEARTBEAT = 60.0  #: seconds between run-state reports without a change (relaynet.supervision expires one at 180)
 MAX_BACKOFF = 60.0  #: seconds: the longest delay between such starts
 
 
@@ -113,19 +118,22 @@ class Supervisor:
         run_timeout: seconds a run may take (> 0).
         log_dir: where run logs and ``runs.jsonl`` go.
         grace: seconds active runs get after SIGTERM.
+        env: variables added to each run's environment (after the supervisor's own, before
+            ``RELAYNET_URL``, ``RELAYNET_TOKEN`` and ``RELAYNET_PROMPT``, which always win).
     Raises ValueError for an empty command or bad numbers.
     """
 
     def __init__(self, url: str, token: str, command: list[str], *, max_runs: int = 1,
                  run_timeout: float = 3600.0, log_dir: str | os.PathLike[str] = ".relaynet/worker",
-                 grace: float = 30.0):
+                 grace: float = 30.0, env: dict[str, str] | None = None):
         if not command:
             raise ValueError("a COMMAND to run is required after --")
-        if max_runs < 1 or run_timeout <= 0 or grace < 0:
-            raise ValueError("--max-runs must be at least 1, --run-timeout above 0 and --grace at least 0")
+        if not 1 <= max_runs <= 16 or run_timeout <= 0 or grace < 0:
+            raise ValueError("--max-runs must be 1 to 16, --run-timeout above 0 and --grace at least 0")
         if shutil.which(command[0]) is None:
             raise ValueError(f"COMMAND {command[0]!r} is not an executable file or on PATH")
         self.url, self.token, self.command = url, token, list(command)
+        self.env = dict(env or {})
         self.max_runs, self.run_timeout, self.grace = max_runs, float(run_timeout), float(grace)
         self.log_dir = Path(log_dir)
         self.stopping = threading.Event()
@@ -137,6 +145,9 @@ class Supervisor:
         self._not_before = 0.0
         self._hub = RelaynetClient(url, token)
         self.agent = self.instance_id = ""
+        self.last_run: dict[str, Any] | None = None  # lastRun of the run-state report
+        self._reported_at = 0.0  # when the run state was last sent (0: never)
+        self._reporting = True  # False once the hub has no PUT /v1/supervisor (an older hub)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -154,6 +165,7 @@ class Supervisor:
         listener = threading.Thread(target=self._listen, daemon=True, name="relaynet-worker-events")
         listener.start()
         log.info("relaynet worker: supervising %s (%s): %s", self.agent, self.instance_id, self.command)
+        self.report()
         while not self.stopping.is_set():
             try:
                 item = self.events.get(timeout=self._next_wake())
@@ -168,8 +180,34 @@ class Supervisor:
                 self.waiting.append(item)
             self._reap()
             self._start_if_due()
+            if time.time() - self._reported_at >= HEARTBEAT:
+                self.report()
         self._wind_down()
         return 0
+
+    def state(self) -> str:
+        """``idle`` | ``running`` | ``stopping``, as :meth:`report` sends it."""
+        if self.stopping.is_set():
+            return "stopping"
+        return "running" if self.runs else "idle"
+
+    def report(self, state: str | None = None) -> None:
+        """Send the run state (``PUT /v1/supervisor``, docs/protocol.md 10.8) that
+        ``control_list_agents`` shows: at each change and every :data:`HEARTBEAT` seconds. Best
+        effort: a failure is logged and the next change or heartbeat tries again; a hub without
+        the endpoint (404) is not asked again."""
+        if not self._reporting:
+            return
+        self._reported_at = time.time()
+        try:
+            self._hub.report_supervisor(state or self.state(), active_runs=len(self.runs), max_runs=self.max_runs,
+                                        runs_started=self._count, last_run=self.last_run)
+        except ApiError as err:
+            if err.status == 404:
+                self._reporting = False
+                log.warning("relaynet worker: this hub takes no run-state reports (PUT /v1/supervisor: 404)")
+            else:
+                log.warning("relaynet worker: the run-state report failed (%s: %s)", err.code, err.message)
 
     def _next_wake(self) -> float:
         """Seconds until a run must be looked at without being told: its deadline, or the
@@ -178,7 +216,8 @@ class Supervisor:
         times = [r.deadline if r.stopping_since is None else r.stopping_since + _KILL_AFTER for r in self.runs]
         if self.waiting and self._not_before > time.time():
             times.append(self._not_before)
-        return max(0.05, min(times) - time.time()) if times else 3600.0
+        times.append(self._reported_at + HEARTBEAT)
+        return max(0.05, min(times) - time.time())
 
     def _listen(self) -> None:
         """The instance's events into :attr:`events` until :attr:`stopping`; a refusal (ApiError)
@@ -225,7 +264,8 @@ class Supervisor:
         started = time.time()
         log_path = self.log_dir / f"{self.instance_id}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime(started))}" \
                                   f"-{os.getpid()}-{self._count:04d}.log"  # a restarted supervisor's differ
-        env = {**os.environ, "RELAYNET_URL": self.url, "RELAYNET_TOKEN": self.token, "RELAYNET_PROMPT": prompt}
+        env = {**os.environ, **self.env, "RELAYNET_URL": self.url, "RELAYNET_TOKEN": self.token,
+               "RELAYNET_PROMPT": prompt}
         args = [part.replace("{prompt}", prompt) for part in self.command]
         with open(log_path, "ab") as out:
             process = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -235,6 +275,7 @@ class Supervisor:
         threading.Thread(target=lambda: (process.wait(), self.events.put(None)), daemon=True,
                          name=f"relaynet-worker-run-{run.number}").start()  # wakes the loop to reap it
         log.info("relaynet worker: run %d started (pid %d, log %s)", run.number, process.pid, log_path)
+        self.report()
         return run
 
     def _reap(self) -> None:
@@ -262,6 +303,9 @@ class Supervisor:
                       "ended": _iso(ended), "exit": code, "timedOut": run.timed_out, "log": str(run.log_path),
                       "blocked": run.blocked})
         log.info("relaynet worker: run %d exited %d%s", run.number, code, f", blocked {run.blocked}" if run.blocked else "")
+        self.last_run = {"number": run.number, "exit": code, "timedOut": run.timed_out, "endedAt": _iso(ended),
+                         "blocked": run.blocked[:100], "log": str(run.log_path)[:1024]}
+        self.report()
         if self.stopping.is_set():
             return
         if self.waiting or self._work_waits():
@@ -331,6 +375,7 @@ class Supervisor:
     def _wind_down(self) -> None:
         """No new runs; the active ones get the grace period, then are stopped (SIGTERM, SIGKILL
         5 s later)."""
+        self.report("stopping")
         deadline = time.time() + self.grace
         while self.runs and time.time() < deadline:
             self._wait_a_little(deadline)
@@ -341,6 +386,7 @@ class Supervisor:
         while self.runs:
             self._wait_a_little(time.time() + 0.5)
             self._reap()
+        self.report("stopped")
         self._hub.close()
 
     def _wait_a_little(self, until: float) -> None:
@@ -349,12 +395,17 @@ class Supervisor:
         except subprocess.TimeoutExpired:
             pass
 
+    def stop(self) -> None:
+        """Start nothing more; :meth:`run` gives the active runs the grace period, stops them and
+        returns (what SIGTERM does; callable from any thread)."""
+        self.stopping.set()
+        self.events.put(None)
+
     def install_signals(self) -> None:
-        """SIGTERM and SIGINT set :attr:`stopping` (the main thread only)."""
+        """SIGTERM and SIGINT call :meth:`stop` (the main thread only)."""
         def stop(signum: int, _frame: Any) -> None:
             log.info("relaynet worker: signal %d: no new runs; %d active get %.0f s", signum, len(self.runs), self.grace)
-            self.stopping.set()
-            self.events.put(None)
+            self.stop()
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)

@@ -401,3 +401,19 @@ def test_a_hub_that_stops_answering_keeps_the_last_view_and_says_so(chromium, tm
     assert t.page.locator(".refused").count() == 0
     t.context.close()
     assert not t.errors, t.errors  # the refused connections are failed loads, not page errors
+
+
+def test_a_supervised_instance_shows_its_run_state(tab, hub):
+    """docs/protocol.md 10.8: what relaynet worker reports is on the instance's row."""
+    page = tab.page
+    tab.sign_in(ops_token(hub))
+    planner_id = hub.instance("planner")
+    with RelaynetClient(hub.url, hub.token("planner")) as planner:
+        planner.report_supervisor("running", active_runs=1, max_runs=2, runs_started=4, last_run={
+            "number": 3, "exit": 1, "timedOut": False, "endedAt": "2026-12-03T10:00:00.000Z", "blocked": [],
+            "log": ".relaynet/worker/run-3.log"})
+        shown = page.locator(f"[data-instance={planner_id}] .supervisor")
+        expect(shown).to_have_text("supervised: running 1 of 2, last run exit 1")
+        planner.report_supervisor("stopped", active_runs=0, max_runs=2, runs_started=4)
+        expect(shown).to_have_text("supervised: stopped")
+        expect(shown).to_have_attribute("data-supervisor", "stopped")

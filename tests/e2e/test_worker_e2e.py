@@ -44,6 +44,14 @@ def _task(hub, task_id: str) -> dict:
     return tool(hub, "network_task_get", {"taskId": task_id}, hub.token("planner"))["task"]
 
 
+def _supervisor(hub, agent: str, n: int) -> dict | None:
+    """The instance's run state in control_list_agents (None: never reported)."""
+    listed = tool(hub, "control_list_agents", {}, hub.tokens["representatives"]["ops"])
+    (inst,) = [i for a in listed["agents"] if a["name"] == agent for i in a["instances"]
+               if i["id"] == hub.instance(agent, n)]
+    return inst.get("supervisor")
+
+
 def _runs(log_dir: Path) -> list[dict]:
     path = log_dir / "runs.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
@@ -71,8 +79,13 @@ def test_a_delegated_task_is_completed_by_the_agent_the_supervisor_starts(hub, t
         out = Path(run["log"]).read_text()
         assert "PROMPT: You are Relaynet agent coder" in out and f"task {task['taskId']}" in out
         assert f"COMPLETED {task['taskId']}" in out
+        # the run state, as an operator sees it (docs/protocol.md 10.8): idle again, the run's exit
+        shown = _until(lambda: (s := _supervisor(hub, "coder", 0)) and s["lastRun"] and s, "the run state reported")
+        assert (shown["state"], shown["activeRuns"], shown["runsStarted"]) == ("idle", 0, 1)
+        assert (shown["lastRun"]["exit"], shown["lastRun"]["log"]) == (0, run["log"])
     finally:
         assert _stop(supervisor) == 0
+    assert _supervisor(hub, "coder", 0)["state"] == "stopped"
 
 
 def test_a_run_that_exits_after_accepting_leaves_the_task_blocked_with_the_reason(hub, tmp_path):

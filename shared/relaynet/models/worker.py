@@ -172,3 +172,25 @@ class InboxWaitQuery(BaseModel):
     timeout: Annotated[int, Field(ge=0, le=86400, description="Seconds to wait for undelivered mail; the "
                                                               "server holds at most MaxWaitSeconds (20 by "
                                                               "default), then answers what there is")] = 20
+
+
+class SupervisorLastRunReport(Request):
+    """The last run a supervisor ended (``lastRun`` of :class:`SupervisorStateRequest`)."""
+
+    number: Annotated[int, Field(ge=1)]
+    exit: Optional[int] = None
+    timedOut: bool = False
+    endedAt: Annotated[str, Field(min_length=20, max_length=40, description="RFC 3339")]
+    blocked: Annotated[list[TaskId], Field(max_length=100)] = []
+    log: Annotated[str, Field(max_length=1024, description="The run's log file on the supervisor's machine")] = ""
+
+
+class SupervisorStateRequest(Request):
+    """``PUT /v1/supervisor`` (docs/protocol.md 10.8): what ``relaynet worker`` reports of the
+    instance it supervises, at each change and as a heartbeat."""
+
+    state: Literal["idle", "running", "stopping", "stopped"]
+    activeRuns: Annotated[int, Field(ge=0, le=16)]
+    maxRuns: Annotated[int, Field(ge=1, le=16)]
+    runsStarted: Annotated[int, Field(ge=0)]
+    lastRun: Optional[SupervisorLastRunReport] = None

@@ -167,6 +167,14 @@
     return tasks.tasks.find((t) => t.assignee === instanceId && ["accepted", "working", "blocked", "offered"].includes(t.state)) || null;
   }
 
+  // A supervised instance's run state (docs/protocol.md 10.8): "supervised: running 1 of 2, last run exit 0".
+  function supervisorText(sup) {
+    if (sup.state === "lost") return `supervisor lost (last report ${ago(sup.updatedAt)} ago)`;
+    const runs = sup.state === "running" ? ` ${sup.activeRuns} of ${sup.maxRuns}` : "";
+    const last = sup.lastRun ? `, last run ${sup.lastRun.exit === null ? "ended" : "exit " + sup.lastRun.exit}${sup.lastRun.timedOut ? " (timed out)" : ""}` : "";
+    return `supervised: ${sup.state}${runs}${last}`;
+  }
+
   function renderAgents() {
     const data = state.data.agents;
     if (data instanceof ApiError) return fill("agents", refusal(data));
@@ -180,6 +188,8 @@
           ? el("span", { class: "doing" }, `${task.state}: `, el("b", { text: task.title }))
           : el("span", { class: "doing", text: inst.availability === "stopped" ? "stopped" : "no active task" });
         const seen = el("span", { class: "sub muted", title: inst.lastSeenAt, text: `seen ${ago(inst.lastSeenAt)} ago` });
+        const supervised = inst.supervisor ? el("span", { class: "sub supervisor", "data-supervisor": inst.supervisor.state,
+          title: `supervisor reported ${inst.supervisor.updatedAt}`, text: supervisorText(inst.supervisor) }) : null;
         const actions = operate ? el("span", { class: "side" },
           inst.status !== "stopped" ? el("button", { type: "button", class: "act", "data-action": "wake", text: "Wake", "aria-label": `Wake ${agent.name} ${inst.id}`,
             onclick: () => wake({ toInstance: inst.id }, `${agent.name} ${shortId(inst.id)}`) }) : null,
@@ -189,7 +199,7 @@
             onclick: () => twoStep("control_restart_agent", inst, agent.name) })) : null;
         return el("li", { class: "inst", "data-instance": inst.id },
           pill(inst.availability === "available" ? "available" : inst.availability),
-          el("span", { class: "id", title: inst.id, text: shortId(inst.id) }), doing, seen, actions);
+          el("span", { class: "id", title: inst.id, text: shortId(inst.id) }), doing, seen, supervised, actions);
       });
       return el("div", { class: "agent", "data-agent": agent.name },
         el("div", { class: "agent-head" },

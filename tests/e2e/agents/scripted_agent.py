@@ -2,7 +2,7 @@
 through the SDK. It prints its prompt, reads its inbox, and for each task offer accepts, claims,
 publishes an artifact and completes (``SCRIPTED_AGENT=complete``, the default); ``fail`` exits 1
 right after accepting; ``hold`` accepts, then completes only once the file named by
-``SCRIPTED_AGENT_GO`` exists. Asks are answered with a reply."""
+``SCRIPTED_AGENT_GO`` exists. Asks are answered with a reply. ``SCRIPTED_AGENT_SAYS`` is printed."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from relaynet.client import RelaynetClient
 def main() -> int:
     mode = os.environ.get("SCRIPTED_AGENT", "complete")
     print("PROMPT:", os.environ["RELAYNET_PROMPT"], flush=True)
+    if os.environ.get("SCRIPTED_AGENT_SAYS"):  # a variable of the launch: entry's env
+        print("SAYS:", os.environ["SCRIPTED_AGENT_SAYS"], flush=True)
     with RelaynetClient(os.environ["RELAYNET_URL"], os.environ["RELAYNET_TOKEN"]) as hub:
         for message in hub.inbox()["messages"]:
             print("MAIL:", message["kind"], message.get("taskId"), flush=True)

@@ -178,6 +178,33 @@ class PushStatus(Entity):
     failures: int
 
 
+class SupervisorLastRun(Entity):
+    """The last run a supervisor ended (relaynet.worker): its number, exit status (None: killed
+    by a signal it did not record), whether it timed out, when it ended, the tasks its end
+    blocked and its log file (a path on the supervisor's machine)."""
+
+    number: int
+    exit: int | None
+    timedOut: bool
+    endedAt: str
+    blocked: list[str]
+    log: str
+
+
+class SupervisorStatus(Entity):
+    """A supervised instance's run state (docs/protocol.md 10.8) as its supervisor last reported
+    it: ``state`` idle | running | stopping | stopped, or ``lost`` when no report came before
+    ``expiresAt`` (a supervisor killed or cut off)."""
+
+    state: str
+    activeRuns: int
+    maxRuns: int
+    runsStarted: int
+    lastRun: SupervisorLastRun | None
+    updatedAt: str
+    expiresAt: str | None
+
+
 class Participant(Entity):
     """A channel participant: agent, role and turn order."""
 

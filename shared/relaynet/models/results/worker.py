@@ -5,7 +5,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from relaynet.models.results.common import (Address, Candidate, Capability, Delegated, Entity, Envelope, PushConfigView,
-                                            PushStatus, Released, Responsibility, Result, Sent, TaskResult)
+                                            PushStatus, Released, Responsibility, Result, Sent, SupervisorStatus,
+                                            TaskResult)
 
 
 class InstanceView(Entity):
@@ -18,6 +19,7 @@ class InstanceView(Entity):
     createdAt: str
     lastSeenAt: str | None
     push: PushStatus | None = None
+    supervisor: SupervisorStatus | None = None
 
 
 class AgentView(Entity):
@@ -202,6 +204,12 @@ class PushConfigSetResult(Result):
 
     push: PushConfigView
     source: str
+
+
+class SupervisorStateSetResult(Result):
+    """supervisor_state_set: the run state as stored, as control_list_agents shows it."""
+
+    supervisor: SupervisorStatus
 
 
 class PushConfigDeleteResult(Result):
