@@ -37,10 +37,11 @@ from relaynet.store import table
 #: (``complete`` false) rather than a second request.
 SUMMARY_LIMIT = 2000
 
-#: Longest pause between two summaries of one long poll (:func:`wait`): what a write made by
-#: another process (another Lambda in AWS) may wait before the poll sees it. Writes this process
-#: commits wake the poll at once.
+#: The pauses between two summaries of one long poll (:func:`wait`): the first pause, doubled
+#: after each empty look up to the longest. They bound how late a write made by another process
+#: (another Lambda in AWS) is seen; writes this process commits wake the poll at once.
 WAIT_POLL_SECONDS = 0.5
+WAIT_POLL_MAX_SECONDS = 2.0
 
 
 def summary(principal: Principal) -> dict[str, Any]:
@@ -111,9 +112,11 @@ def wait(principal: Principal, timeout: int) -> dict[str, Any]:
     """``GET /v1/inbox/wait?timeout=S`` (docs/protocol.md 10.7): :func:`summary` as soon as it
     counts an undelivered message (at once if one waits already), else at
     ``min(S, RELAYNET_MAX_WAIT_SECONDS)`` seconds with ``undelivered`` 0. Delivers and writes
-    nothing. One summary Query per :data:`WAIT_POLL_SECONDS` at most; a mailbox entry this
-    process commits for the caller ends the pause at once (:class:`_Waiters`)."""
+    nothing. A summary Query, then one after each pause (:data:`WAIT_POLL_SECONDS`, doubled up
+    to :data:`WAIT_POLL_MAX_SECONDS`; 13 Queries in all in a 20 s wait, the last at the deadline); a
+    mailbox entry this process commits for the caller ends the pause at once (:class:`_Waiters`)."""
     deadline = time.monotonic() + min(max(0, timeout), settings().max_wait)
+    pause = WAIT_POLL_SECONDS
     woken = _waiters.add(principal)
     try:
         while True:
@@ -122,6 +125,7 @@ def wait(principal: Principal, timeout: int) -> dict[str, Any]:
             left = deadline - time.monotonic()
             if found["undelivered"] > 0 or left <= 0:
                 return found
-            woken.wait(min(WAIT_POLL_SECONDS, left))
+            if not woken.wait(min(pause, left)):
+                pause = min(pause * 2, WAIT_POLL_MAX_SECONDS)
     finally:
         _waiters.remove(woken)
