@@ -210,9 +210,9 @@ class Supervisor:
                 log.warning("relaynet worker: the run-state report failed (%s: %s)", err.code, err.message)
 
     def _next_wake(self) -> float:
-        """Seconds until a run must be looked at without being told: its deadline, or the
-        SIGKILL after a stop; an hour when none is active. Events and run ends (each run has a
-        thread that waits for its process) wake the loop at once."""
+        """Seconds until the loop must act without being told: a run's deadline or the SIGKILL
+        after its stop, a delayed start, or the next heartbeat report (at most :data:`HEARTBEAT`).
+        Events and run ends (each run has a thread that waits for its process) wake it at once."""
         times = [r.deadline if r.stopping_since is None else r.stopping_since + _KILL_AFTER for r in self.runs]
         if self.waiting and self._not_before > time.time():
             times.append(self._not_before)

@@ -145,3 +145,12 @@ def test_a_released_claim_is_an_event_for_every_instance_of_the_network_but_the_
         "claimId": "clm_1", "scope": "src/**"}
     claimed = event_action("net_1", "claim", {"agent": "coder"}, "claimed", claimId="clm_1", state="active")
     assert event_stream.addressed(store_table.decode(claimed["Put"]["Item"])) is None
+
+
+def test_the_sdk_and_the_channel_know_the_same_event_names_as_the_hub():
+    """The SDK and the MCP bridge may not import relaynet.event_stream (it pulls in the store and
+    boto3), so they keep copies of its names; this keeps the copies true."""
+    from relaynet import client_events, mcp_channel
+
+    assert client_events.EVENT_NAMES == event_stream.EVENT_NAMES
+    assert mcp_channel.MAIL_EVENTS == event_stream.MAIL_EVENTS
