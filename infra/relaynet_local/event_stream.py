@@ -57,20 +57,40 @@ def format_event(name: str, data: dict[str, Any], event_id: str | None = None) -
 
 
 def token_proves(token_hash: str, principal: Principal) -> bool:
-    """Whether the token of that hash still proves ``principal``'s instance (not revoked): one
-    GetItem of the token item (relaynet.identity.authorize_hash)."""
+    """Whether the token of that hash still proves ``principal`` (its instance, or its
+    representative; not revoked): one GetItem of the token item (relaynet.identity.authorize_hash)."""
     from relaynet.identity import authorize_hash
 
     now = authorize_hash(token_hash)
-    return now is not None and now.instance_id == principal.instance_id
+    return now is not None and (now.kind, now.instance_id, now.rep) == (principal.kind, principal.instance_id,
+                                                                       principal.rep)
+
+
+def _granted(principal: Principal) -> frozenset[str]:
+    """A representative's granted networks; none when its item is gone (its token then fails
+    the next check and the stream ends ``revoked``)."""
+    from relaynet.errors import NotFound
+
+    try:
+        return event_stream.granted_networks(principal)
+    except NotFound:
+        return frozenset()
+
+
+def _owner(principal: Principal) -> str:
+    """Whose streams count together against :data:`MAX_PER_INSTANCE`: an instance, or a representative."""
+    return principal.instance_id if principal.kind == "instance" else f"rep:{principal.rep}"
 
 
 class Subscription:
-    """One open stream of one instance: a bounded queue of SSE chunks (bytes) and why it ended."""
+    """One open stream of one instance or representative: a bounded queue of SSE chunks (bytes)
+    and why it ended; ``networks`` are a representative's granted networks (read when it opens
+    and at each keepalive; empty for an instance)."""
 
-    def __init__(self, principal: Principal, token_hash: str):
+    def __init__(self, principal: Principal, token_hash: str, networks: frozenset[str] = frozenset()):
         self.principal = principal
         self.token_hash = token_hash
+        self.networks = networks
         self.queue: queue.Queue = queue.Queue(maxsize=QUEUE_BOUND)
         self.closed: str | None = None  # why: overflow | revoked | replaced | stopping
 
@@ -146,12 +166,13 @@ class EventHub:
         for sub in subs:
             sub.close("stopping")
 
-    def subscribe(self, principal: Principal, token_hash: str) -> Subscription:
-        """A new stream for ``principal``; the oldest of its instance's streams past
-        :data:`MAX_PER_INSTANCE` is closed (``replaced``)."""
-        sub = Subscription(principal, token_hash)
+    def subscribe(self, principal: Principal, token_hash: str, networks: frozenset[str] = frozenset()) -> Subscription:
+        """A new stream for ``principal`` (a representative's with its granted ``networks``); the
+        oldest of its instance's (or representative's) streams past :data:`MAX_PER_INSTANCE` is
+        closed (``replaced``)."""
+        sub = Subscription(principal, token_hash, networks)
         with self._lock:
-            mine = [s for s in self._subs if s.principal.instance_id == principal.instance_id]
+            mine = [s for s in self._subs if _owner(s.principal) == _owner(principal)]
             for old in mine[: max(0, len(mine) - MAX_PER_INSTANCE + 1)]:
                 old.close("replaced")
                 self._subs.remove(old)
@@ -184,28 +205,41 @@ class EventHub:
             if not self._subs:
                 return
             subs = list(self._subs)
+        reps = [sub for sub in subs if sub.principal.kind == "representative"]
         for image in images:
             pk = (image.get("PK") or {}).get("S", "")
-            if "#MBOX#" not in pk and not pk.endswith("#EVENTS"):  # mail, or a claim's release
+            if "#MBOX#" not in pk and not pk.endswith("#EVENTS"):  # mail, or the network's history
                 continue
-            found = event_stream.addressed(table.decode(image))
-            if found is None:
-                continue
-            for sub in subs:
-                if found.reaches(sub.principal):
-                    data = event_stream.for_principal(found, sub.principal)
-                    sub.offer(format_event(data["event"], data, data["id"]))
+            item = table.decode(image)
+            found = event_stream.addressed(item)
+            if found is not None:
+                for sub in subs:
+                    if found.reaches(sub.principal):
+                        data = event_stream.for_principal(found, sub.principal)
+                        sub.offer(format_event(data["event"], data, data["id"]))
+            seen = event_stream.activity(item) if reps else None
+            if seen is not None:
+                for sub in reps:
+                    if seen["networkId"] in sub.networks:
+                        sub.offer(format_event("activity", seen, seen["id"]))
 
-    def serve(self, write: Callable[[bytes], None], principal: Principal, token_hash: str, resume: bool) -> str:
+    def serve(self, write: Callable[[bytes], None], principal: Principal, token_hash: str,
+              last_event_id: str | None) -> str:
         """Serve one stream through ``write`` (the response body, headers already sent) until it
         ends; returns why (``overflow``, ``revoked``, ``replaced``, ``stopping`` or
-        ``disconnected`` when a write failed). With ``resume``, the waiting mail's events go
-        first; they are read after subscribing, so an event committed meanwhile is sent twice at
-        worst, never lost."""
-        sub = self.subscribe(principal, token_hash)
+        ``disconnected`` when a write failed). With a ``last_event_id`` (the header's value, even
+        empty), an instance is sent the waiting mail's events first; a representative, with a
+        non-empty one, the history entries after it (relaynet.event_stream.activity_since). They
+        are read after subscribing, so an event committed meanwhile is sent twice at worst, never
+        lost."""
+        rep = principal.kind == "representative"
+        sub = self.subscribe(principal, token_hash, _granted(principal) if rep else frozenset())
         try:
             write(b": relaynet events\n\n")
-            if resume:
+            if rep and last_event_id:
+                for data in event_stream.activity_since(sub.networks, last_event_id):
+                    write(format_event("activity", data, data["id"]))
+            elif not rep and last_event_id is not None:
                 for data in event_stream.waiting(principal):
                     write(format_event(data["event"], data, data["id"]))
             while True:
@@ -215,6 +249,8 @@ class EventHub:
                     chunk = None
                     if not sub.closed and not self._token_live(token_hash, principal):
                         sub.close("revoked")
+                    elif rep and not sub.closed:
+                        sub.networks = _granted(principal)  # grants may change while it listens
                 if chunk is not None and chunk is not _CLOSE:
                     write(chunk)
                 if sub.closed and (chunk is _CLOSE or sub.queue.empty()):

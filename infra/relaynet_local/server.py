@@ -327,16 +327,15 @@ class _Handler(BaseHTTPRequestHandler):
         status, context = self._authorize(stack, path, f"GET {EVENTS_PATH}", query, {}, request_id)
         if context is None:
             return status
-        if context.get("kind") == "representative":
-            return self._error(403, "permission_denied", "GET /v1/events serves an instance's events; a "
-                               "representative's stream is not served yet (docs/protocol.md 10.6)", request_id)
-        if context.get("kind") != "instance":
+        if context.get("kind") not in ("instance", "representative"):
             return self._error(401, "unauthenticated", "missing, malformed, unknown or revoked token", request_id)
         from relaynet.identity import Principal, bearer, hash_token
 
         principal = Principal.from_context(context)
         token_hash = hash_token(bearer(self.headers.get("Authorization")) or "")
-        resume = self.headers.get("Last-Event-ID") is not None or "lastEventId" in dict(parse_qsl(query, keep_blank_values=True))
+        last_event_id = self.headers.get("Last-Event-ID")
+        if last_event_id is None:
+            last_event_id = dict(parse_qsl(query, keep_blank_values=True)).get("lastEventId")
         self.send_response(200)
         for name, value in (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
                             ("Connection", "close"), ("X-Accel-Buffering", "no"), ("apigw-requestid", request_id)):
@@ -348,8 +347,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(chunk)
             self.wfile.flush()
 
-        why = stack.events.serve(write, principal, token_hash, resume)  # type: ignore[union-attr]
-        log.info("events of %s ended: %s", principal.instance_id, why)
+        why = stack.events.serve(write, principal, token_hash, last_event_id)  # type: ignore[union-attr]
+        log.info("events of %s ended: %s", principal.instance_id or f"rep:{principal.rep}", why)
         return 200
 
 

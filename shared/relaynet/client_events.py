@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EVENT_NAMES", "iterate"]
 
-EVENT_NAMES = ("message", "task_offer", "task_update", "wake", "claim_released")  # relaynet.event_stream
+EVENT_NAMES = ("message", "task_offer", "task_update", "wake", "claim_released", "activity")  # relaynet.event_stream
 _RECONNECT = ("overflow", "stopping")  # the hub ended the stream; resume it
 _SEEN = 1024  # ids remembered to drop a replayed event already yielded
 _RETRY_STATUSES = (429, 502, 503, 504)  # the hub starting or stopping, a proxy, throttling: try again

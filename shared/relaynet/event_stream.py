@@ -16,6 +16,14 @@
   drop hid is lost, and what it saw already may come again (deduplicate by ``id``). Mail taken by
   ``network_inbox`` is not replayed: it has been read.
 
+- **A representative's stream** (docs/protocol.md 10.6) is what the operator page shows: an
+  ``activity`` event per entry of the network's history (relaynet.events: a message sent, a task
+  transition, a claim taken or released, a channel or instance event) of every network its
+  grants cover, ``{event: "activity", id, networkId, kind, actor, at}`` plus the entry's ids and
+  state (:data:`ACTIVITY_REFS`), never its ``summary`` (which quotes message bodies). ``id`` is
+  the history entry's id; a resume with a non-empty ``Last-Event-ID`` replays the entries after
+  it (:func:`activity_since`), at most :data:`REPLAY_LIMIT` per network.
+
 The transport (Server-Sent Events locally, relaynet_local.event_stream) lives outside the
 domain; this module only decides.
 """
@@ -29,10 +37,15 @@ from relaynet.identity import Principal
 from relaynet.store import keys as k
 from relaynet.store import mailboxes as mail_store
 
-__all__ = ["Addressed", "EVENT_NAMES", "REPLAY_LIMIT", "addressed", "event_name", "for_principal", "waiting"]
+__all__ = ["ACTIVITY_REFS", "Addressed", "EVENT_NAMES", "REPLAY_LIMIT", "activity", "activity_since", "addressed",
+           "event_name", "for_principal", "granted_networks", "waiting"]
 
-EVENT_NAMES = ("message", "task_offer", "task_update", "wake", "claim_released")
+EVENT_NAMES = ("message", "task_offer", "task_update", "wake", "claim_released", "activity")
 MAIL_EVENTS = EVENT_NAMES[:4]  #: the events of mail (what network_inbox hands out)
+#: The history entry's fields an ``activity`` event carries besides ``kind``, ``actor`` and ``at``:
+#: ids and states, never text (the entry's ``summary`` quotes message bodies).
+ACTIVITY_REFS = ("state", "taskId", "threadId", "messageId", "claimId", "channelId", "instanceId", "scope",
+                 "fromAgent", "toName")
 REPLAY_LIMIT = 100  # waiting entries replayed per mailbox on a resume (a mailbox's first page)
 
 
@@ -135,3 +148,50 @@ def waiting(principal: Principal) -> list[dict[str, Any]]:
         if message_id is not None and "kind" in entry:
             events.append(_event(net, entry, message_id, principal.instance_id))
     return sorted(events, key=lambda e: e["id"])
+
+
+def activity(item: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``activity`` event of a committed history entry (``NET#<net>#EVENTS`` / ``EVT#<id>``,
+    relaynet.events), or None for any other item: ``{event, id, networkId, kind, actor, at}``
+    and the :data:`ACTIVITY_REFS` it has. For representatives whose grants cover the network."""
+    pk, sk = str(item.get("PK", "")), str(item.get("SK", ""))
+    if not pk.endswith("#EVENTS") or not sk.startswith("EVT#") or "id" not in item:
+        return None
+    event = {"event": "activity", "id": item["id"], "networkId": pk.removeprefix("NET#").removesuffix("#EVENTS"),
+             "kind": item.get("kind"), "actor": item.get("actor"), "at": item.get("at")}
+    for name in ACTIVITY_REFS:
+        if item.get(name) is not None:
+            event[name] = item[name]
+    return event
+
+
+def granted_networks(principal: Principal) -> frozenset[str]:
+    """The networks a representative's grants cover (every grant level includes observe,
+    PROTOCOL.md 6): one fresh GetItem of its item. Raises NotFound for a deleted representative."""
+    from relaynet.control.grants import granted_order, representative
+
+    return frozenset(granted_order(representative(principal)))
+
+
+def activity_since(networks: frozenset[str], last_id: str) -> list[dict[str, Any]]:
+    """The ``activity`` events of the history entries after ``last_id`` (an ``evt_`` id, the
+    SSE ``Last-Event-ID``) in each of ``networks``, oldest first, at most :data:`REPLAY_LIMIT`
+    per network (one Query each); entries past their ttl are left out."""
+    from relaynet import clock
+    from relaynet.store import table as t
+
+    now_s = clock.now_ms() // 1000
+    out: list[dict[str, Any]] = []
+    for net in sorted(networks):
+        pk, after = k.event(net, last_id)
+        for item in t.iterate(pk, sk_gt=after, page_size=REPLAY_LIMIT):
+            if not str(item["SK"]).startswith("EVT#"):
+                break
+            if int(item.get("ttl") or now_s + 1) <= now_s:
+                continue
+            found = activity(item)
+            if found is not None:
+                out.append(found)
+            if sum(1 for e in out if e["networkId"] == net) >= REPLAY_LIMIT:
+                break
+    return sorted(out, key=lambda e: e["id"])

@@ -188,11 +188,35 @@ def test_a_bad_token_is_refused_with_the_protocol_error(hub, token, status, code
         assert (raised.value.status, raised.value.code) == (status, code)
 
 
-def test_a_representative_is_told_its_stream_is_not_served(hub):
-    r = httpx.get(f"{hub.url}/v1/events", headers={"Authorization": f"Bearer {hub.tokens['representatives']['ops']}"},
-                  timeout=10)
-    assert (r.status_code, r.json()["error"]["code"]) == (403, "permission_denied")
-    assert "representative" in r.json()["error"]["message"]
+def test_a_representative_hears_the_networks_activity_with_ids_never_a_body_and_resumes(hub):
+    """docs/protocol.md 10.6: a representative's stream is what the operator page shows, for the
+    networks its grants cover: an ``activity`` event per history entry, ids and states only."""
+    ops = hub.tokens["representatives"]["ops"]
+    client, response, lines = _open_raw(hub, ops)
+    try:
+        sent = tool(hub, "network_ask", {"body": "the secret plan", "toAgent": "reviewer"}, hub.token("planner"))
+        fields = _next_event(lines)
+        while json.loads(fields["data"]).get("messageId") != sent["messageId"]:  # earlier tests' tail
+            fields = _next_event(lines)
+        claim = tool(hub, "network_claim", {"scope": "docs/activity/**"}, hub.token("coder"))
+        second = json.loads(_next_event(lines)["data"])
+    finally:
+        response.close()
+        client.close()
+    first = json.loads(fields["data"])
+    assert fields["event"] == "activity" and fields["id"] == first["id"] and first["id"].startswith("evt_")
+    assert {k: first[k] for k in ("event", "kind", "messageId", "threadId", "networkId")} == {
+        "event": "activity", "kind": "message", "messageId": sent["messageId"], "threadId": sent["threadId"],
+        "networkId": hub.tokens["networks"]["demo"]["networkId"]}
+    assert first["actor"] == {"agent": "planner", "instanceId": hub.instance("planner")}
+    assert "secret plan" not in fields["data"] and "summary" not in first
+    assert (second["kind"], second["claimId"], second["state"]) == ("claim", claim["claimId"], "claimed")
+    # a reconnect with Last-Event-ID replays the history after it: the claim, nothing before
+    resumed = Listener(hub, ops, last_event_id=first["id"])
+    try:
+        assert resumed.take()[0]["id"] == second["id"]
+    finally:
+        resumed.close()
 
 
 def test_stopping_the_instance_closes_its_stream_at_once(hub):
@@ -215,13 +239,13 @@ def test_stopping_the_instance_closes_its_stream_at_once(hub):
 def test_the_long_poll_answers_when_an_ask_arrives_and_delivers_nothing(hub):
     """GET /v1/inbox/wait (docs/protocol.md 10.7) through the SDK, for clients with neither a
     stream nor a webhook: held while nothing waits, answered by the ask, the ask still in the inbox."""
-    token = hub.token("reviewer")
+    token = hub.token("coder", 1)  # not reviewer: an earlier test stops it
     tool(hub, "network_inbox", {}, token)  # start from an empty mailbox
     answers: list = []
     with RelaynetClient(hub.url, token) as waiting_client:
         waiting = threading.Thread(target=lambda: answers.append(waiting_client.inbox_wait(timeout=20)), daemon=True)
         waiting.start()
-        sent = tool(hub, "network_ask", {"body": "please look at #7", "toAgent": "reviewer"}, hub.token("planner"))
+        sent = tool(hub, "network_ask", {"body": "please look at #7", "toInstance": hub.instance("coder", 1)}, hub.token("planner"))
         waiting.join(WAIT)
     assert not waiting.is_alive() and answers[0]["undelivered"] == 1 and answers[0]["byKind"] == {"ask": 1}
     inbox = tool(hub, "network_inbox", {}, token)

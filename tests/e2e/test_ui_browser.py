@@ -417,3 +417,18 @@ def test_a_supervised_instance_shows_its_run_state(tab, hub):
         planner.report_supervisor("stopped", active_runs=0, max_runs=2, runs_started=4)
         expect(shown).to_have_text("supervised: stopped")
         expect(shown).to_have_attribute("data-supervisor", "stopped")
+
+
+def test_the_page_listens_to_the_representatives_stream_and_refreshes_on_activity(tab, hub):
+    """With the stream open the page's own poll is 30 s, so an ask on screen within expect's 5 s
+    is the stream's doing (docs/protocol.md 10.6, the representative's stream)."""
+    page = tab.page
+    tab.sign_in(ops_token(hub))
+    expect(page.locator("body")).to_have_attribute("data-live", "stream")
+    expect(page.locator("#live")).not_to_contain_text("polling")
+    expect(page.locator("#live")).to_contain_text("updated")  # loaded: what follows comes by the stream
+    with RelaynetClient(hub.url, hub.token("planner")) as planner:
+        for n in (1, 2):  # the second cannot be the refresh that followed the stream's opening
+            planner.ask(f"stream note {n} for the page", to_agent="reviewer")
+            expect(page.locator("#history .event").first).to_contain_text(f"stream note {n}", timeout=5000)
+    expect(page.locator("body")).to_have_attribute("data-live", "stream")  # it never fell back to polling

@@ -58,7 +58,7 @@ def test_event_names_follow_the_mail_kind():
         "ask": "message", "reply": "message", "notice": "message", "task_offer": "task_offer",
         "task_update": "task_update", "channel": "message"}
     assert event_stream.event_name({"kind": "notice", "wakeReason": "control_wake_agent"}) == "wake"
-    assert set(event_stream.EVENT_NAMES) == {"message", "task_offer", "task_update", "wake", "claim_released"}
+    assert set(event_stream.EVENT_NAMES) == {"message", "task_offer", "task_update", "wake", "claim_released", "activity"}
 
 
 def test_items_that_are_not_mailbox_entries_make_no_event():
@@ -84,7 +84,7 @@ class _Sink:
 
 
 def _serve(hub: EventHub, principal: Principal, sink: _Sink) -> threading.Thread:
-    thread = threading.Thread(target=hub.serve, args=(sink.write, principal, "hash", False), daemon=True)
+    thread = threading.Thread(target=hub.serve, args=(sink.write, principal, "hash", None), daemon=True)
     thread.start()
     assert sink.chunks.get(timeout=10) == b": relaynet events\n\n"  # subscribed
     return thread

@@ -4,7 +4,12 @@
 //   Authorization header of POST <api>/tools/control_* calls, never in a URL, never in the DOM.
 // - Every section loads with its own call and shows that call's refusal (403/404) itself, so a
 //   missing grant degrades one section instead of blanking the page.
-// - Data is refreshed every REFRESH_MS while the tab is visible (visibilitychange pauses it).
+// - Data is refreshed when the hub says something happened: the page listens to GET <api>/events
+//   (the representative's stream, docs/protocol.md 10.6; fetch, since EventSource cannot send
+//   the Authorization header) and refreshes shortly after each `activity` event of the shown
+//   network, with a slow STREAM_REFRESH_MS refresh beside it for what makes no event (presence,
+//   lapsing claims). Without the stream (the AWS stack has none yet, or it dropped) it polls every
+//   REFRESH_MS and tries the stream again every STREAM_RETRY_MS. Hidden tabs pause both.
 // - Actions are the control tools' own: stop/restart are the API's two-step confirmation
 //   (confirmationId), release/cancel/wake ask in a dialog first. All text goes in with
 //   textContent / createElement: nothing from the hub is parsed as HTML.
@@ -12,6 +17,9 @@
 
 (function () {
   const REFRESH_MS = 3000;
+  const STREAM_REFRESH_MS = 30000;
+  const STREAM_RETRY_MS = 10000;
+  const SOON_MS = 250; // events come in bursts (a task move is several writes): one refresh for a burst
   const TOKEN_KEY = "relaynet.token";
   const NET_KEY = "relaynet.network";
   const LEVELS = ["observe", "communicate", "delegate", "operate"];
@@ -23,6 +31,7 @@
 
   const state = {
     token: null, me: null, networks: [], network: null, grant: null, skewMs: 0, timer: null, inFlight: false,
+    stream: null, streamOpen: false, streamRetry: null, soonTimer: null, again: false,
     taskFilter: "active", historyCursors: [null], lastOk: null, failing: false,
     data: { status: null, agents: null, tasks: null, blocked: null, graph: null, history: null },
   };
@@ -425,7 +434,8 @@
   }
 
   async function refresh() {
-    if (state.inFlight || !state.token) return;
+    if (state.inFlight) { state.again = true; return; } // an event during a refresh: one more after it
+    if (!state.token) return;
     state.inFlight = true;
     state.failing = false;
     try {
@@ -446,7 +456,73 @@
     } finally {
       state.inFlight = false;
       showLive();
+      if (state.again) { state.again = false; soon(); }
     }
+  }
+
+  // ---------------------------------------------------------------- the event stream
+  function soon() {
+    if (state.soonTimer) return;
+    state.soonTimer = setTimeout(() => { state.soonTimer = null; refresh(); }, SOON_MS);
+  }
+
+  function setStreamOpen(open) {
+    if (state.streamOpen === open) return;
+    state.streamOpen = open;
+    document.body.dataset.live = open ? "stream" : "poll";
+    showLive();
+    schedule(); // the refresh interval follows the stream
+  }
+
+  async function listen() {
+    clearTimeout(state.streamRetry);
+    state.streamRetry = null;
+    if (state.stream || document.hidden || !state.token) return;
+    const control = new AbortController();
+    state.stream = control;
+    let revoked = false;
+    try {
+      const resp = await fetch(`${API}events`, { headers: { Authorization: `Bearer ${state.token}` }, signal: control.signal, cache: "no-store" });
+      if (resp.status === 401) { revoked = true; return; }
+      if (!resp.ok || !resp.body) return;
+      setStreamOpen(true);
+      soon(); // what happened before the stream opened is in no event: load it now
+      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const fields = {};
+          for (const line of block.split("\n")) {
+            if (!line || line.startsWith(":")) continue;
+            const at = line.indexOf(": ");
+            if (at > 0) fields[line.slice(0, at)] = line.slice(at + 2);
+          }
+          if (fields.event === "revoked") revoked = true;
+          if (fields.event === "activity" && fields.data) {
+            try { if (JSON.parse(fields.data).networkId === state.network) soon(); } catch (_) { /* not ours */ }
+          }
+        }
+      }
+    } catch (_) {
+      // aborted (hidden, signed out) or dropped: polling takes over until the next try
+    } finally {
+      if (state.stream === control) state.stream = null;
+      setStreamOpen(false);
+      if (revoked && state.token) signOut("The token is no longer valid (401): sign in again.");
+      else if (state.token && !document.hidden) state.streamRetry = setTimeout(listen, STREAM_RETRY_MS);
+    }
+  }
+
+  function stopListening() {
+    clearTimeout(state.streamRetry);
+    state.streamRetry = null;
+    if (state.stream) { state.stream.abort(); state.stream = null; }
   }
 
   function renderAll() {
@@ -459,7 +535,7 @@
     live.classList.toggle("failing", state.failing && !document.hidden);
     if (document.hidden) live.textContent = "paused while hidden";
     else if (state.failing) live.textContent = "hub not answering, retrying";
-    else live.textContent = state.lastOk ? `live · updated ${clockTime(state.lastOk)}` : "loading…";
+    else live.textContent = state.lastOk ? `live${state.streamOpen ? "" : " (polling)"} · updated ${clockTime(state.lastOk)}` : "loading…";
   }
 
   function schedule() {
@@ -468,13 +544,13 @@
     if (document.hidden || !state.token) return;
     state.timer = setTimeout(async () => {
       try { await refresh(); } finally { schedule(); }
-    }, REFRESH_MS);
+    }, state.streamOpen ? STREAM_REFRESH_MS : REFRESH_MS);
   }
 
   document.addEventListener("visibilitychange", () => {
     showLive();
-    if (document.hidden) { clearTimeout(state.timer); state.timer = null; }
-    else if (state.token) refresh().then(schedule);
+    if (document.hidden) { clearTimeout(state.timer); state.timer = null; stopListening(); }
+    else if (state.token) { refresh().then(schedule); listen(); }
   });
   setInterval(tickCountdowns, 1000);
 
@@ -626,12 +702,14 @@
     renderNetworks(networks);
     await refresh();
     schedule();
+    listen();
   }
 
   function signOut(message) {
     clearTimeout(state.timer);
     state.timer = null;
     state.token = null;
+    stopListening();
     sessionStorage.removeItem(TOKEN_KEY);
     sessionStorage.removeItem(NET_KEY);
     $("console").hidden = true;
