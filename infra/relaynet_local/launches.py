@@ -20,10 +20,12 @@ import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from relaynet.admin import LaunchSpec, NetworkSpec
 from relaynet.errors import InvalidArgument
+
+if TYPE_CHECKING:  # types only: the specs come parsed (relaynet.admin.parse)
+    from relaynet.admin import LaunchSpec, NetworkSpec
 
 __all__ = ["Launch", "Launches", "check_commands", "plan"]
 
@@ -83,12 +85,13 @@ class Launches:
                        run_timeout=launch.spec.timeout, grace=launch.spec.grace, env=launch.spec.env,
                        log_dir=log_root / launch.network / launch.agent)
             for launch in launches]
+        self.launches = list(launches)
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
         """Each supervisor in its own thread (relaynet.worker.Supervisor.run)."""
-        for n, supervisor in enumerate(self.supervisors):
-            thread = threading.Thread(target=self._run, args=(supervisor,), daemon=True,
+        for n, (supervisor, launch) in enumerate(zip(self.supervisors, self.launches)):
+            thread = threading.Thread(target=self._run, args=(supervisor, launch), daemon=True,
                                       name=f"relaynet-launch-{n}")
             thread.start()
             self._threads.append(thread)
@@ -96,11 +99,12 @@ class Launches:
             log.info("launch: supervising %d instances", len(self.supervisors))
 
     @staticmethod
-    def _run(supervisor: Any) -> None:
+    def _run(supervisor: Any, launch: Launch) -> None:
         code = supervisor.run()
-        if code != 0 and not supervisor.stopping.is_set():
-            log.error("launch: the supervisor of %s ended (%d); its instance is no longer started on work",
-                      supervisor.instance_id or "an instance", code)
+        if code != 0:
+            log.error("launch: the supervisor of %s/%s (%s) ended (%d): its instance is no longer started on "
+                      "work. A restarted instance (control_restart_agent) has a new token: put it in the tokens "
+                      "file and restart the hub", launch.network, launch.agent, launch.instance_id, code)
 
     def stop(self) -> None:
         """No new runs anywhere; wait while the active ones get their grace and are stopped."""

@@ -82,7 +82,8 @@ _RESERVED_ENV = ("RELAYNET_URL", "RELAYNET_TOKEN", "RELAYNET_PROMPT")
 def _run_env(env: dict[str, str]) -> dict[str, str]:
     reserved = sorted(set(env) & set(_RESERVED_ENV))
     if reserved:
-        raise ValueError(f"{', '.join(reserved)} is set by the supervisor for each run")
+        raise ValueError(f"{', '.join(reserved)} {'is' if len(reserved) == 1 else 'are'} set by the supervisor "
+                         "for each run")
     return env
 
 

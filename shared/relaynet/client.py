@@ -433,8 +433,10 @@ class RelaynetClient(_WorkerTools[dict[str, Any]]):
         """``GET /v1/inbox/wait?timeout=S``: the inbox summary as soon as something is undelivered,
         or at ``timeout`` seconds (the hub holds at most its MaxWaitSeconds, 20 by default) with
         ``undelivered`` 0; delivers nothing (docs/protocol.md 10.7). ``timeout`` below 0 is a 400.
-        The request's own timeout is ``timeout`` + 10 s. Raises :class:`ApiError`."""
-        return self.request(*ENDPOINT_ROUTES["inbox_wait"], params={"timeout": timeout}, timeout=timeout + 10.0)
+        The request's own timeout is 10 s more than the hub can hold it (``min(timeout, 25)``, 25 the
+        ceiling of MaxWaitSeconds). Raises :class:`ApiError`."""
+        return self.request(*ENDPOINT_ROUTES["inbox_wait"], params={"timeout": timeout},
+                            timeout=min(timeout, 25) + 10.0)
 
     def check_claims(self, paths: list[str], resource_id: str | None = None) -> dict[str, Any]:
         """``POST /v1/claims/check``: ``{results: [{path, conflicts}], conflicting}``, each path's

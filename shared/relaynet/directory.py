@@ -102,7 +102,7 @@ def instance_view(inst: dict[str, Any], now_ms: int, agent: dict[str, Any] | Non
     push = status_view(inst, agent)
     if push is not None:
         out["push"] = push
-    supervised = supervision.view(inst.get("supervisor"), now_ms)
+    supervised = supervision.view(inst.get("supervisor"), now_ms, inst.get("supervisorLastRun"))
     if supervised is not None:
         out["supervisor"] = supervised
     return out

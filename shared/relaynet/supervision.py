@@ -3,7 +3,8 @@ reports with ``PUT /v1/supervisor`` and ``control_list_agents`` (and ``network_w
 
 The supervisor runs on the operator's machine, so the hub knows its state only from its reports:
 one at each change (started, a run started or ended, stopping, stopped) and a heartbeat every
-:data:`HEARTBEAT_SECONDS`. The report is stored on the instance item (``supervisor``, one
+:data:`HEARTBEAT_SECONDS`. The report is stored on the instance item (``supervisor``, and the
+last run apart as ``supervisorLastRun``, so a restarted supervisor's first report keeps it; one
 UpdateItem: no new item, nothing to clean up) with an expiry :data:`EXPIRES_AFTER_SECONDS` later;
 a reader past it sees ``state: "lost"`` (a supervisor killed with kill -9, or cut off from the
 hub), since nothing else would ever correct the last report. ``stopped`` never expires: the
@@ -36,19 +37,25 @@ def set_state(principal: Principal, req: Any) -> dict[str, Any]:
     now = clock.now_ms()
     report = {
         "state": req.state, "activeRuns": req.activeRuns, "maxRuns": req.maxRuns, "runsStarted": req.runsStarted,
-        "lastRun": req.lastRun.model_dump() if req.lastRun is not None else None,
         "updatedAt": clock.iso(now),
         "expiresAtMs": None if req.state == "stopped" else now + EXPIRES_AFTER_SECONDS * 1000,
     }
-    t.update(*k.instance(principal.network_id, principal.instance_id), "SET supervisor = :s",
-             condition="attribute_exists(PK)", s=report)
-    return {"supervisor": view(report, now)}
+    key = k.instance(principal.network_id, principal.instance_id)
+    if req.lastRun is None:  # a supervisor that ran nothing yet (a restarted one): the last run stays known
+        item = t.update(*key, "SET supervisor = :s", condition="attribute_exists(PK)", return_new=True, s=report)
+        last = (item or {}).get("supervisorLastRun")
+    else:
+        last = req.lastRun.model_dump()
+        t.update(*key, "SET supervisor = :s, supervisorLastRun = :l", condition="attribute_exists(PK)",
+                 s=report, l=last)
+    return {"supervisor": view(report, now, last)}
 
 
-def view(report: dict[str, Any] | None, now_ms: int) -> dict[str, Any] | None:
-    """A stored report as answered: ``{state, activeRuns, maxRuns, runsStarted, lastRun,
-    updatedAt, expiresAt}``, ``state`` ``lost`` once ``expiresAt`` (RFC 3339; None for
-    ``stopped``) has passed; None for an instance no supervisor ever reported on."""
+def view(report: dict[str, Any] | None, now_ms: int, last_run: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """A stored report (the instance item's ``supervisor``, with its ``supervisorLastRun`` as
+    ``last_run``) as answered: ``{state, activeRuns, maxRuns, runsStarted, lastRun, updatedAt,
+    expiresAt}``, ``state`` ``lost`` once ``expiresAt`` (RFC 3339; None for ``stopped``) has
+    passed; None for an instance no supervisor ever reported on."""
     if not report:
         return None
     expires = report.get("expiresAtMs")
@@ -56,5 +63,5 @@ def view(report: dict[str, Any] | None, now_ms: int) -> dict[str, Any] | None:
     if expires is not None and now_ms > int(expires):
         state = "lost"
     return {"state": state, "activeRuns": int(report["activeRuns"]), "maxRuns": int(report["maxRuns"]),
-            "runsStarted": int(report["runsStarted"]), "lastRun": report.get("lastRun"),
+            "runsStarted": int(report["runsStarted"]), "lastRun": last_run,
             "updatedAt": report["updatedAt"], "expiresAt": clock.iso(int(expires)) if expires is not None else None}

@@ -14,12 +14,15 @@ COMMAND with ``RELAYNET_URL``, ``RELAYNET_TOKEN`` and ``RELAYNET_PROMPT`` (what 
   started, ended, exit, timedOut, log, blocked}``). A run past ``--run-timeout`` seconds is
   stopped (SIGTERM, then SIGKILL 5 s later) and recorded with ``timedOut``.
 - **A run that ends while a task it accepted is still in progress** (``accepted`` or
-  ``working``, assigned to this instance, accepted by it after the run started) leaves that task
-  ``blocked`` with a reason naming the
-  exit status and the log file; the creator is told, as for any block. With ``--max-runs`` above
-  1 this is done only when no other run is active (another run may be working on it).
+  ``working``, assigned to this instance, accepted by it while the run ran) leaves that task
+  ``blocked`` with a reason naming the run's exit status and log file; the creator is told, as
+  for any block. Runs share the instance's token, so with ``--max-runs`` above 1 the hub cannot
+  say which run accepted a task: it is blocked once every run alive at its acceptance has ended,
+  the reason naming each of them.
 - **When a run ends** and asks or task offers still wait (``GET /v1/inbox/summary``), another
-  run starts: work that came while the runs were busy is not left waiting. A run that ended
+  run starts: work that came while the runs were busy is not left waiting; work events queued
+  before the end (at least :data:`STALE_AFTER` s) that the inbox no longer holds start nothing
+  (a run took them). A run that ended
   within :data:`QUICK_RUN` seconds with work still waiting (a command that fails at once, or
   reads nothing) delays the next start: 1 s, doubled each time, at most :data:`MAX_BACKOFF`.
   A COMMAND that cannot be started is recorded with exit 127 and backed off the same way.
@@ -57,7 +60,7 @@ from typing import Any
 
 from relaynet.client import ApiError, RelaynetClient
 
-__all__ = ["Supervisor", "Run", "STARTS_A_RUN", "prompt_for"]
+__all__ = ["Supervisor", "Run", "STARTS_A_RUN", "prompt_for", "to_blame"]
 
 log = logging.getLogger("relaynet.worker")
 
@@ -68,6 +71,7 @@ _KILL_AFTER = 5.0
 QUICK_RUN = 10.0  #: seconds: a run shorter than this that leaves work waiting delays the next start
 HEARTBEAT = 60.0  #: seconds between run-state reports without a change (relaynet.supervision expires one at 180)
 MAX_BACKOFF = 60.0  #: seconds: the longest delay between such starts
+STALE_AFTER = 2.0  #: seconds: work events older than a run's end are dropped when the inbox holds no work
 
 
 def _iso(epoch_s: float) -> str:
@@ -94,6 +98,16 @@ def prompt_for(agent: str, instance_id: str, events: list[dict[str, Any]]) -> st
             f"network_reply. Only tool calls reach the other agents.")
 
 
+def to_blame(accepted_at: float, runs: list["Run"]) -> list["Run"]:
+    """The runs a task accepted at ``accepted_at`` (epoch seconds, the history's milliseconds)
+    and left in progress is blamed on: every run alive at that instant (started at or before it,
+    ended at or after it), once all of them have ended; ``[]`` while one of them still runs (it
+    may be working on it) or when none was alive (not this supervisor's run)."""
+    at = int(accepted_at * 1000) / 1000
+    alive = [r for r in runs if int(r.started * 1000) / 1000 <= at and (r.ended is None or r.ended >= at)]
+    return [] if any(r.ended is None for r in alive) else alive
+
+
 @dataclass
 class Run:
     """One started COMMAND: its number, process, log file and when it started (epoch seconds)."""
@@ -106,6 +120,12 @@ class Run:
     timed_out: bool = False
     stopping_since: float | None = None
     blocked: list[str] = field(default_factory=list)
+    ended: float | None = None  #: when it exited (epoch seconds); None while it runs
+    code: int | None = None  #: its exit status once ended
+
+    def why(self) -> str:
+        """How it ended, for a blocked task's reason."""
+        return "timed out" if self.timed_out else f"exited with status {self.code}"
 
 
 class Supervisor:
@@ -140,6 +160,8 @@ class Supervisor:
         self.events: queue.Queue = queue.Queue()
         self.runs: list[Run] = []
         self.waiting: list[dict[str, Any]] = []  # work events not yet handed to a run
+        self._queued: list[float] = []  # when each of ``waiting`` came (epoch seconds)
+        self._ended_runs: list[Run] = []  # the latest ended runs, for blaming a task left in progress
         self._count = 0
         self._delay = 0.0  # the restart backoff (s), 0 after a run that did its work
         self._not_before = 0.0
@@ -158,7 +180,7 @@ class Supervisor:
             me = self._hub.whoami()
         except ApiError as err:
             what = "cannot reach the hub" if err.is_transport_error else "the hub refused the token"
-            log.error("relaynet worker: %s (%s: %s)", what, err.code, err.message)
+            log.error("relaynet worker: %s (%s: %s)", what, err.code, err.message)  # the token names nobody yet
             return 2
         self.agent, self.instance_id = me["agent"]["name"], me["instance"]["id"]
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -172,12 +194,14 @@ class Supervisor:
             except queue.Empty:
                 item = None
             if isinstance(item, ApiError):
-                log.error("relaynet worker: events refused (%s: %s)", item.code, item.message)
+                log.error("relaynet worker: %s: events refused (%s: %s); stopping", self.instance_id, item.code,
+                          item.message)
                 self.stopping.set()
                 self._wind_down()
                 return 2
             if item is not None and starts_a_run(item):
                 self.waiting.append(item)
+                self._queued.append(time.time())
             self._reap()
             self._start_if_due()
             if time.time() - self._reported_at >= HEARTBEAT:
@@ -240,15 +264,18 @@ class Supervisor:
         if self.stopping.is_set() or not self.waiting or len(self.runs) >= self.max_runs \
                 or time.time() < self._not_before:
             return
-        events, self.waiting = self.waiting, []
+        events, queued, self.waiting, self._queued = self.waiting, self._queued, [], []
         try:
             self._start(events)
         except OSError as exc:  # COMMAND gone or not executable since the start
-            log.error("relaynet worker: cannot start %s: %s", self.command[0], exc)
-            self._record({"run": self._count, "instanceId": self.instance_id, "started": _iso(time.time()),
-                          "ended": _iso(time.time()), "exit": 127, "timedOut": False, "log": None, "blocked": [],
-                          "error": str(exc)})
-            self.waiting = events
+            log.error("relaynet worker: %s: cannot start %s: %s", self.instance_id, self.command[0], exc)
+            now = _iso(time.time())
+            self._record({"run": self._count, "instanceId": self.instance_id, "started": now, "ended": now,
+                          "exit": 127, "timedOut": False, "log": None, "blocked": [], "error": str(exc)})
+            self.last_run = {"number": self._count, "exit": 127, "timedOut": False, "endedAt": now, "blocked": [],
+                             "log": f"not started: {exc}"[:1024]}
+            self.report()  # the operator sees the failed start, not a quiet "idle"
+            self.waiting, self._queued = events, queued
             self._back_off()
 
     def _back_off(self) -> None:
@@ -268,8 +295,12 @@ class Supervisor:
                "RELAYNET_PROMPT": prompt}
         args = [part.replace("{prompt}", prompt) for part in self.command]
         with open(log_path, "ab") as out:
-            process = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       start_new_session=True)
+            try:
+                process = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, start_new_session=True)
+            except OSError:
+                log_path.unlink(missing_ok=True)  # no run, no log
+                raise
         run = Run(self._count, process, log_path, started, started + self.run_timeout)
         self.runs.append(run)
         threading.Thread(target=lambda: (process.wait(), self.events.put(None)), daemon=True,
@@ -293,64 +324,85 @@ class Supervisor:
             self._ended(run, code)
 
     def _ended(self, run: Run, code: int) -> None:
-        if not self.runs:  # another active run may be the one working on a task
-            try:
-                run.blocked = self._block_in_progress(run, code)
-            except Exception:  # noqa: BLE001 - the supervisor outlives a hub's odd answer
-                log.exception("relaynet worker: blocking the tasks of run %d failed", run.number)
         ended = time.time()
+        run.ended, run.code = ended, code
+        self._ended_runs = [*self._ended_runs[-31:], run]
+        try:
+            run.blocked = self._block_in_progress()
+        except Exception:  # noqa: BLE001 - the supervisor outlives a hub's odd answer
+            log.exception("relaynet worker: blocking the tasks left by run %d failed", run.number)
         self._record({"run": run.number, "instanceId": self.instance_id, "started": _iso(run.started),
                       "ended": _iso(ended), "exit": code, "timedOut": run.timed_out, "log": str(run.log_path),
                       "blocked": run.blocked})
-        log.info("relaynet worker: run %d exited %d%s", run.number, code, f", blocked {run.blocked}" if run.blocked else "")
+        log.info("relaynet worker: %s: run %d exited %d%s", self.instance_id, run.number, code,
+                 f", blocked {run.blocked}" if run.blocked else "")
         self.last_run = {"number": run.number, "exit": code, "timedOut": run.timed_out, "endedAt": _iso(ended),
                          "blocked": run.blocked[:100], "log": str(run.log_path)[:1024]}
         self.report()
         if self.stopping.is_set():
             return
-        if self.waiting or self._work_waits():
-            if not self.waiting:
-                self.waiting.append({"event": "message", "kind": "ask", "id": "waiting"})
+        # What was queued before this run ended may be what it (or another run) just handled: a
+        # run starts again only if the inbox still holds work. Events of the last STALE_AFTER s
+        # are kept whatever the summary says (an index a moment behind the write, in AWS).
+        fresh = [(e, t) for e, t in zip(self.waiting, self._queued) if t > ended - STALE_AFTER]
+        if self._work_waits():
+            if not fresh:
+                fresh = [({"event": "message", "kind": "ask", "id": "waiting"}, ended)]
+            self.waiting, self._queued = [e for e, _ in fresh], [t for _, t in fresh]
             if ended - run.started < QUICK_RUN:  # a command that fails at once, or leaves its work: no hot loop
                 self._back_off()
                 return
+        else:
+            self.waiting, self._queued = [e for e, _ in fresh], [t for _, t in fresh]
         self._delay = 0.0
 
     def _record(self, record: dict[str, Any]) -> None:
         with open(self.log_dir / "runs.jsonl", "a", encoding="utf-8") as out:
             out.write(json.dumps(record) + "\n")
 
-    def _accepted_during(self, task_id: str, run: Run) -> bool:
-        """Whether this instance accepted the task while ``run`` ran (its history's last
-        ``accepted`` entry, by this instance, at or after the run's start): a task a run of
-        another supervisor took (one killed with -9 leaves its runs going) is not this run's."""
+    def _accepted_at(self, task_id: str) -> float | None:
+        """When this instance last accepted the task (epoch seconds; its history's last
+        ``accepted`` entry), None when that entry is another instance's or there is none."""
         history = self._hub.task_get(task_id)["task"].get("history") or []
         for entry in reversed(history):
             if entry.get("state") == "accepted":
-                at = datetime.fromisoformat(str(entry.get("at", "")).replace("Z", "+00:00")).timestamp()
-                return (entry.get("actor") or {}).get("instanceId") == self.instance_id and at >= int(run.started * 1000) / 1000
-        return False
+                if (entry.get("actor") or {}).get("instanceId") != self.instance_id:
+                    return None
+                return datetime.fromisoformat(str(entry.get("at", "")).replace("Z", "+00:00")).timestamp()
+        return None
 
-    def _block_in_progress(self, run: Run, code: int) -> list[str]:
-        """Block every task assigned to this instance that the run accepted and left accepted or
-        working; their ids."""
-        blocked = []
+    def _block_in_progress(self) -> list[str]:
+        """Block every task assigned to this instance, still accepted or working, that only ended
+        runs can have accepted: the runs alive when it was accepted (started at or before that
+        instant, ended at or after it) have all ended. A task an active run may hold waits for
+        that run's end; a task accepted while no run of this supervisor ran (by a run of a
+        supervisor killed with -9, or by hand) is not blamed on any. The reason names the run (or,
+        with ``--max-runs`` above 1, the runs) that can have left it, with exit status and log.
+        Returns the ids blocked."""
+        blocked: list[str] = []
         try:
             listed = self._hub.call("tasks", {"action": "list", "scope": "own", "state": "active", "limit": 100})
         except ApiError as err:
-            log.warning("relaynet worker: could not list the tasks after run %d (%s)", run.number, err)
+            log.warning("relaynet worker: %s: could not list its tasks (%s)", self.instance_id, err)
             return blocked
-        why = "timed out" if run.timed_out else f"exited with status {code}"
         for task in listed.get("tasks") or []:  # summaries: ``assignee`` is an instance id (PROTOCOL.md 3)
-            if task.get("state") in _IN_PROGRESS and task.get("assignee") == self.instance_id \
-                    and self._accepted_during(task["id"], run):
-                reason = (f"the agent's run {why} while this task was {task['state']} "
-                          f"(relaynet worker; log {run.log_path})")
-                try:
-                    self._hub.task_update(task["id"], "blocked", reason)
-                    blocked.append(task["id"])
-                except ApiError as err:  # it moved meanwhile (completed by someone, cancelled)
-                    log.warning("relaynet worker: task %s not blocked (%s)", task["id"], err)
+            if task.get("state") not in _IN_PROGRESS or task.get("assignee") != self.instance_id:
+                continue
+            at = self._accepted_at(task["id"])
+            if at is None:
+                continue
+            alive = to_blame(at, [*self._ended_runs, *self.runs])
+            if not alive:
+                continue
+            runs = "; ".join(f"run {r.number} {r.why()} (log {r.log_path})" for r in alive)
+            reason = (f"the agent's run ended while this task was {task['state']}: {runs} (relaynet worker)"
+                      if len(alive) == 1 else
+                      f"one of the agent's runs ended while this task was {task['state']}: {runs} (relaynet worker)")
+            try:
+                self._hub.task_update(task["id"], "blocked", reason)
+                blocked.append(task["id"])
+            except ApiError as err:  # it moved meanwhile (completed by someone, cancelled)
+                log.warning("relaynet worker: task %s not blocked (%s)", task["id"], err)
         return blocked
 
     def _work_waits(self) -> bool:

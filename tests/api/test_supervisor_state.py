@@ -34,7 +34,11 @@ def test_a_report_is_what_control_list_agents_shows_for_the_instance(api, demo):
     stopped = {"state": "stopped", "activeRuns": 0, "maxRuns": 2, "runsStarted": 3}
     assert api("supervisor_state_set", stopped, demo.token("coder0"))[0] == 200
     shown = _listed(api, demo, "coder", coder0)["supervisor"]
-    assert (shown["state"], shown["lastRun"], shown["expiresAt"]) == ("stopped", None, None)
+    assert (shown["state"], shown["expiresAt"]) == ("stopped", None)
+    assert shown["lastRun"] == REPORT["lastRun"]  # a report without a last run keeps the one known
+    restarted = {"state": "idle", "activeRuns": 0, "maxRuns": 2, "runsStarted": 0}
+    status, out, _ = api("supervisor_state_set", restarted, demo.token("coder0"))
+    assert out["supervisor"]["lastRun"] == REPORT["lastRun"] == _listed(api, demo, "coder", coder0)["supervisor"]["lastRun"]
 
 
 def test_a_report_past_its_expiry_reads_as_lost_and_stopped_never_does():
@@ -58,6 +62,7 @@ def test_the_heartbeat_comes_well_before_a_report_expires():
     ({"activeRuns": -1}, "activeRuns"),
     ({"maxRuns": 0}, "maxRuns"),
     ({"maxRuns": 17}, "maxRuns"),
+    ({"activeRuns": 3, "maxRuns": 2}, "body"),
     ({"runsStarted": "3"}, "runsStarted"),
     ({"lastRun": {"number": 0, "endedAt": "2026-12-03T10:00:00.000Z"}}, "lastRun.number"),
     ({"lastRun": {"number": 1, "endedAt": "2026-12-03T10:00:00.000Z", "log": "x" * 1025}}, "lastRun.log"),
@@ -76,3 +81,15 @@ def test_only_an_instance_reports(api, demo):
     assert status == 403 and out["error"]["code"] == "permission_denied"
     status, out, _ = api("supervisor_state_set", REPORT, None)
     assert status == 401 and out["error"]["code"] == "unauthenticated"
+
+
+def test_stopping_or_restarting_the_instance_drops_its_run_state(api, demo):
+    """Both revoke the token a supervisor reports with: what it said last is no longer true."""
+    ops = demo.tokens["representatives"]["ops"]
+    for n, step in ((0, "control_restart_agent"), (1, "control_stop_agent")):
+        inst = demo.principals[f"coder{n}"].instance_id
+        assert api("supervisor_state_set", REPORT, demo.token(f"coder{n}"))[0] == 200
+        first = api(step, {"instanceId": inst}, ops)[1]
+        status, out, _ = api(step, {"instanceId": inst, "confirmationId": first["confirmationId"]}, ops)
+        assert status == 200, out
+        assert "supervisor" not in _listed(api, demo, "coder", inst)

@@ -33,3 +33,27 @@ def test_bad_arguments_are_refused_before_anything_starts(kwargs, message):
     command = kwargs.pop("command")
     with pytest.raises(ValueError, match=message):
         Supervisor("http://127.0.0.1:9", "rn_inst_x", command, **kwargs)
+
+
+def _run(number: int, started: float, ended: float | None, code: int | None = None):
+    from pathlib import Path
+
+    from relaynet.worker import Run
+
+    return Run(number, None, Path(f"run-{number}.log"), started, started + 3600, ended=ended, code=code)
+
+
+def test_a_task_left_in_progress_is_blamed_on_the_runs_alive_when_it_was_accepted():
+    """--max-runs 2 (the runs share one token): run 3 from 0 to 12 s, run 4 from 2 to 6 s; a task
+    accepted at 3 s could be either's, so it waits for both, then names both; one accepted at 1 s
+    is run 3's alone; one accepted while no run ran is none's."""
+    from relaynet.worker import to_blame
+
+    three, four = _run(3, 0.0, None), _run(4, 2.0, 6.0, 1)
+    assert to_blame(3.0, [four, three]) == []  # run 3 still runs: it may be working on it
+    three.ended, three.code = 12.0, 0
+    assert to_blame(3.0, [four, three]) == [four, three]
+    assert to_blame(1.0, [four, three]) == [three]
+    assert to_blame(13.0, [four, three]) == []  # accepted after every run ended: by hand, or an orphan
+    assert to_blame(6.0, [four, three]) == [four, three]  # ended at that very millisecond: still alive then
+    assert three.why() == "exited with status 0" and _run(5, 0, 1, -15).why() == "exited with status -15"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from relaynet.models.common import (
     Body,
@@ -194,3 +194,9 @@ class SupervisorStateRequest(Request):
     maxRuns: Annotated[int, Field(ge=1, le=16)]
     runsStarted: Annotated[int, Field(ge=0)]
     lastRun: Optional[SupervisorLastRunReport] = None
+
+    @model_validator(mode="after")
+    def _runs_within_bound(self) -> "SupervisorStateRequest":
+        if self.activeRuns > self.maxRuns:
+            raise ValueError("activeRuns is more than maxRuns")
+        return self

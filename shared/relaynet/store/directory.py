@@ -128,24 +128,26 @@ def consume_confirmation_action(rep: str, confirmation_id: str, action: str, net
 
 def stop_instance_action(net: str, instance_id: str, now_ms: int, seen_active: list[str] | None = None
                          ) -> dict[str, Any]:
-    """The Update marking an instance ``stopped`` (``stoppedAt`` now).
+    """The Update marking an instance ``stopped`` (``stoppedAt`` now) and dropping its run state
+    (``supervisor``: its token is revoked in the same transaction, so no supervisor can report
+    on it any more; relaynet.supervision).
 
     With ``seen_active`` (the ``active`` set as read), those task ids also leave ``active`` and
     ``held``, on condition that ``active`` is still exactly that set (its size and each member:
     an offer or accept that landed since the read cancels the transaction, so no task is left
     offered to a stopped instance)."""
+    stop = "SET #st = :stopped, stoppedAt = :now REMOVE supervisor, supervisorLastRun"
     if seen_active is None:
-        return t.tx_update(*k.instance(net, instance_id), "SET #st = :stopped, stoppedAt = :now",
-                           names={"#st": "status"}, stopped="stopped", now=now_ms)
+        return t.tx_update(*k.instance(net, instance_id), stop, names={"#st": "status"}, stopped="stopped", now=now_ms)
     vals: dict[str, Any] = {"stopped": "stopped", "now": now_ms}
     if not seen_active:
-        return t.tx_update(*k.instance(net, instance_id), "SET #st = :stopped, stoppedAt = :now",
+        return t.tx_update(*k.instance(net, instance_id), stop,
                            "attribute_exists(PK) AND attribute_not_exists(active)", names={"#st": "status"}, **vals)
     members = {f"t{i}": task_id for i, task_id in enumerate(seen_active)}
     cond = " AND ".join(["attribute_exists(PK)", "size(active) = :n",
                          *(f"contains(active, :{name})" for name in members)])
     return t.tx_update(*k.instance(net, instance_id),
-                       "SET #st = :stopped, stoppedAt = :now DELETE active :tids, held :tids", cond,
+                       f"{stop} DELETE active :tids, held :tids", cond,
                        names={"#st": "status"}, tids=set(seen_active), n=len(seen_active), **members, **vals)
 
 
@@ -156,9 +158,11 @@ def revoke_token_action(token_hash: str) -> dict[str, Any]:
 
 def restart_instance_action(net: str, instance_id: str, old_hash: str, new_hash: str, now_ms: int) -> dict[str, Any]:
     """The Update making a stopped (or live) instance ``available`` again under a new token hash,
-    its declared capabilities cleared; conditional on the token hash still being ``old_hash``."""
+    its declared capabilities and run state (``supervisor``: a supervisor holding the old token
+    can no longer report) cleared; conditional on the token hash still being ``old_hash``."""
     return t.tx_update(*k.instance(net, instance_id),
-                       "SET #st = :available, tokenHash = :h, lastSeenAt = :now, capabilities = :none REMOVE stoppedAt",
+                       "SET #st = :available, tokenHash = :h, lastSeenAt = :now, capabilities = :none "
+                       "REMOVE stoppedAt, supervisor, supervisorLastRun",
                        "tokenHash = :old", names={"#st": "status"}, available="available", h=new_hash, now=now_ms,
                        none=[], old=old_hash)
 
