@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         supervisor = subprocess.Popen(
             [str(Path(sys.executable).with_name("relaynet")), "worker", "--url", url, "--token", coder["token"],
              "--log-dir", str(Path(tmp) / "runs"), "--", sys.executable, str(AGENT)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=open(os.environ.get("BENCH_WORKER_LOG", os.devnull), "ab"))
         accepted, completed = [], []
         try:
             with httpx.Client(base_url=url, timeout=10, headers={"Authorization": f"Bearer {planner}"}) as http:
@@ -58,7 +58,12 @@ def main(argv: list[str] | None = None) -> int:
                     r.raise_for_status()
                     answered, task_id, seen = time.monotonic(), r.json()["taskId"], None
                     while True:
-                        state = http.post("/v1/tools/network_task_get", json={"taskId": task_id}).json()["task"]["state"]
+                        got = http.post("/v1/tools/network_task_get", json={"taskId": task_id})
+                        if got.status_code == 429:  # the hub's rate limit on this token: ask again later
+                            time.sleep(float(got.headers.get("retry-after", "0.1")))
+                            continue
+                        got.raise_for_status()
+                        state = got.json()["task"]["state"]
                         now = time.monotonic()
                         if state in ("accepted", "working", "completed") and seen is None:
                             seen = now

@@ -23,8 +23,9 @@ COMMAND with ``RELAYNET_URL``, ``RELAYNET_TOKEN`` and ``RELAYNET_PROMPT`` (what 
   run starts: work that came while the runs were busy is not left waiting; work events queued
   before the end (at least :data:`STALE_AFTER` s) that the inbox no longer holds start nothing
   (a run took them). A run that ended
-  within :data:`QUICK_RUN` seconds with work still waiting (a command that fails at once, or
-  reads nothing) delays the next start: 1 s, doubled each time, at most :data:`MAX_BACKOFF`.
+  within :data:`QUICK_RUN` seconds leaving the work it was started for, with none new since it
+  started (a command that fails at once, or reads nothing), delays the next start: 1 s, doubled
+  each time, at most :data:`MAX_BACKOFF`.
   A COMMAND that cannot be started is recorded with exit 127 and backed off the same way.
 - **Run state**: each change (started, a run started or ended, stopping, stopped) and a
   heartbeat every :data:`HEARTBEAT` seconds are reported with ``PUT /v1/supervisor``
@@ -344,16 +345,21 @@ class Supervisor:
         # What was queued before this run ended may be what it (or another run) just handled: a
         # run starts again only if the inbox still holds work. Events of the last STALE_AFTER s
         # are kept whatever the summary says (an index a moment behind the write, in AWS).
-        fresh = [(e, t) for e, t in zip(self.waiting, self._queued) if t > ended - STALE_AFTER]
-        if self._work_waits():
-            if not fresh:
-                fresh = [({"event": "message", "kind": "ask", "id": "waiting"}, ended)]
-            self.waiting, self._queued = [e for e, _ in fresh], [t for _, t in fresh]
-            if ended - run.started < QUICK_RUN:  # a command that fails at once, or leaves its work: no hot loop
-                self._back_off()
-                return
-        else:
-            self.waiting, self._queued = [e for e, _ in fresh], [t for _, t in fresh]
+        # An unanswered summary (None: a 429, a hub restarting) drops nothing.
+        waits = self._work_waits()
+        if waits is False:
+            kept = [(e, t) for e, t in zip(self.waiting, self._queued) if t > ended - STALE_AFTER]
+            self.waiting, self._queued = [e for e, _ in kept], [t for _, t in kept]
+        elif waits and not self.waiting:
+            # work the run did not take: as old as the run (it counts as left, not as new)
+            self.waiting, self._queued = [{"event": "message", "kind": "ask", "id": "waiting"}], [run.started - 0.001]
+        # A quick run that left the work it was started for (nothing new came while it ran) is a
+        # command that fails at once or reads nothing: back off. Work that came during the run starts
+        # the next one at once.
+        came_during = any(t >= run.started for t in self._queued)
+        if self.waiting and not came_during and ended - run.started < QUICK_RUN:
+            self._back_off()
+            return
         self._delay = 0.0
 
     def _record(self, record: dict[str, Any]) -> None:
@@ -405,11 +411,14 @@ class Supervisor:
                 log.warning("relaynet worker: task %s not blocked (%s)", task["id"], err)
         return blocked
 
-    def _work_waits(self) -> bool:
+    def _work_waits(self) -> bool | None:
+        """Whether an ask or a task offer is undelivered (``GET /v1/inbox/summary``); None when
+        the hub did not answer it (then nothing is dropped on its word)."""
         try:
             by_kind = self._hub.inbox_summary().get("byKind") or {}
-        except ApiError:
-            return False
+        except ApiError as err:
+            log.warning("relaynet worker: %s: the inbox summary failed (%s)", self.instance_id, err.code)
+            return None
         return bool(by_kind.get("ask") or by_kind.get("task_offer"))
 
     # -- stopping ----------------------------------------------------------------------------
