@@ -75,6 +75,18 @@ def tool(hub: Hub, name: str, body: dict, token: str) -> dict:
     return r.json()
 
 
+def until(predicate, what: str, wait: float = 60.0):
+    """Poll ``predicate`` every 0.1 s until it returns something truthy (returned), at most
+    ``wait`` seconds; AssertionError naming ``what`` after that."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        got = predicate()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError(f"not within {wait} s: {what}")
+
+
 def stop_hub(hub: Hub) -> None:
     hub.proc.send_signal(signal.SIGINT)
     try:

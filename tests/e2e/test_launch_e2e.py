@@ -9,15 +9,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import RELAYNET, start_hub, stop_hub, tool
+from tests.e2e.conftest import RELAYNET, start_hub, stop_hub, tool, until
 
 AGENT = str(Path(__file__).with_name("agents") / "scripted_agent.py")
-WAIT = 60.0
 
 SPEC = """\
 network: launched
@@ -33,15 +31,6 @@ agents:
       env: {{SCRIPTED_AGENT: complete, SCRIPTED_AGENT_SAYS: "from the spec"}}
 """
 
-
-def _until(predicate, what: str):
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        got = predicate()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"not within {WAIT} s: {what}")
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +52,11 @@ def test_a_task_for_a_launched_agent_is_completed_by_the_run_the_hub_starts(hub)
     planner = hub.token("planner", network="launched")
     coder1 = hub.instance("coder", 1, network="launched")
     task = tool(hub, "network_delegate", {"objective": "add /v1/ping", "toInstance": coder1}, planner)
-    done = _until(lambda: (t := tool(hub, "network_task_get", {"taskId": task["taskId"]}, planner)["task"])
+    done = until(lambda: (t := tool(hub, "network_task_get", {"taskId": task["taskId"]}, planner)["task"])
                   ["state"] == "completed" and t, "the task completed")
     assert [a["label"] for a in done["artifacts"]] == ["result"]
     log_dir = hub.cwd / "worker" / "launched" / "coder"
-    (run,) = _until(lambda: [r for r in _runs(log_dir) if r["instanceId"] == coder1], "the run recorded")
+    (run,) = until(lambda: [r for r in _runs(log_dir) if r["instanceId"] == coder1], "the run recorded")
     assert (run["exit"], run["timedOut"], run["blocked"]) == (0, False, [])
     out = Path(run["log"]).read_text()
     assert f"COMPLETED {task['taskId']}" in out and "SAYS: from the spec" in out

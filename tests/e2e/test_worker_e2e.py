@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import RELAYNET, tool
+from tests.e2e.conftest import RELAYNET, tool, until
 
 AGENT = str(Path(__file__).with_name("agents") / "scripted_agent.py")
-WAIT = 60.0
 
 
 def _supervise(hub, agent: str, n: int, log_dir: Path, **env: str) -> subprocess.Popen:
@@ -29,15 +28,6 @@ def _supervise(hub, agent: str, n: int, log_dir: Path, **env: str) -> subprocess
          "--grace", "5", "--", sys.executable, AGENT],
         env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=open(log_dir.with_suffix(".stderr"), "ab"))
 
-
-def _until(predicate, what: str):
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        got = predicate()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"not within {WAIT} s: {what}")
 
 
 def _task(hub, task_id: str) -> dict:
@@ -72,15 +62,15 @@ def test_a_delegated_task_is_completed_by_the_agent_the_supervisor_starts(hub, t
     try:
         task = tool(hub, "network_delegate", {"objective": "add /v1/ping", "toInstance": hub.instance("coder", 0),
                                               "acceptanceCriteria": ["an artifact"]}, hub.token("planner"))
-        done = _until(lambda: (t := _task(hub, task["taskId"]))["state"] == "completed" and t, "the task completed")
+        done = until(lambda: (t := _task(hub, task["taskId"]))["state"] == "completed" and t, "the task completed")
         assert [a["label"] for a in done["artifacts"]] == ["result"]
-        (run,) = _until(lambda: _runs(log_dir), "the run recorded")
+        (run,) = until(lambda: _runs(log_dir), "the run recorded")
         assert (run["exit"], run["timedOut"], run["blocked"], run["instanceId"]) == (0, False, [], hub.instance("coder", 0))
         out = Path(run["log"]).read_text()
         assert "PROMPT: You are Relaynet agent coder" in out and f"task {task['taskId']}" in out
         assert f"COMPLETED {task['taskId']}" in out
         # the run state, as an operator sees it (docs/protocol.md 10.8): idle again, the run's exit
-        shown = _until(lambda: (s := _supervisor(hub, "coder", 0)) and s["lastRun"] and s, "the run state reported")
+        shown = until(lambda: (s := _supervisor(hub, "coder", 0)) and s["lastRun"] and s, "the run state reported")
         assert (shown["state"], shown["activeRuns"], shown["runsStarted"]) == ("idle", 0, 1)
         assert (shown["lastRun"]["exit"], shown["lastRun"]["log"]) == (0, run["log"])
     finally:
@@ -94,7 +84,7 @@ def test_a_run_that_exits_after_accepting_leaves_the_task_blocked_with_the_reaso
     try:
         task = tool(hub, "network_delegate", {"objective": "fail on purpose", "toInstance": hub.instance("coder", 1)},
                     hub.token("planner"))
-        blocked = _until(lambda: (t := _task(hub, task["taskId"]))["state"] == "blocked" and t, "the task blocked")
+        blocked = until(lambda: (t := _task(hub, task["taskId"]))["state"] == "blocked" and t, "the task blocked")
         (run,) = _runs(log_dir)
         assert run["exit"] == 1 and run["blocked"] == [task["taskId"]]
         reason = blocked["history"][-1].get("reason") or ""
@@ -109,7 +99,7 @@ def test_a_kill_9_of_the_supervisor_mid_run_and_a_restart_start_no_second_run(hu
     first = _supervise(hub, "reviewer", 0, log_dir, **env)
     task = tool(hub, "network_delegate", {"objective": "review while killed", "toInstance": hub.instance("reviewer")},
                 hub.token("planner"))
-    _until(lambda: _task(hub, task["taskId"])["state"] == "accepted", "the first run accepted")
+    until(lambda: _task(hub, task["taskId"])["state"] == "accepted", "the first run accepted")
     first.kill()  # kill -9: the run it started goes on
     first.wait(timeout=10)
     second = _supervise(hub, "reviewer", 0, log_dir, **env)
@@ -117,13 +107,13 @@ def test_a_kill_9_of_the_supervisor_mid_run_and_a_restart_start_no_second_run(hu
         # work that arrives after the restart starts a run; had the accepted offer been seen again,
         # a run for it would have come first (the replay precedes the live events)
         tool(hub, "network_ask", {"body": "still there?", "toAgent": "reviewer"}, hub.token("planner"))
-        logs = _until(lambda: sorted(log_dir.glob("*.log")) if len(list(log_dir.glob("*.log"))) >= 2 else None,
+        logs = until(lambda: sorted(log_dir.glob("*.log")) if len(list(log_dir.glob("*.log"))) >= 2 else None,
                       "a run for the ask")
         assert len(logs) == 2
-        second_run = _until(lambda: "PROMPT:" in logs[1].read_text() and logs[1].read_text(), "the second prompt")
+        second_run = until(lambda: "PROMPT:" in logs[1].read_text() and logs[1].read_text(), "the second prompt")
         assert "1 ask" in second_run and "task_offer" not in second_run
         go.touch()  # the first run, orphaned by the kill, completes the task
-        _until(lambda: _task(hub, task["taskId"])["state"] == "completed", "the task completed")
+        until(lambda: _task(hub, task["taskId"])["state"] == "completed", "the task completed")
     finally:
         go.touch()
         assert _stop(second) == 0
@@ -135,7 +125,7 @@ def test_control_wake_agent_starts_a_run(hub, tmp_path):
     try:
         tool(hub, "control_wake_agent", {"toInstance": hub.instance("planner"), "reason": "standup"},
              hub.tokens["representatives"]["ops"])
-        (run,) = _until(lambda: _runs(log_dir), "the woken run recorded")
+        (run,) = until(lambda: _runs(log_dir), "the woken run recorded")
         assert run["exit"] == 0 and "1 wake" in Path(run["log"]).read_text()
     finally:
         assert _stop(supervisor) == 0
@@ -146,7 +136,7 @@ def test_sigterm_gives_a_run_its_grace_then_stops_it_and_blocks_its_task(hub, tm
     supervisor = _supervise(hub, "coder", 0, log_dir, SCRIPTED_AGENT="hold", SCRIPTED_AGENT_GO=str(tmp_path / "never"))
     task = tool(hub, "network_delegate", {"objective": "never finishes", "toInstance": hub.instance("coder", 0)},
                 hub.token("planner"))
-    _until(lambda: _task(hub, task["taskId"])["state"] == "accepted", "the run accepted")
+    until(lambda: _task(hub, task["taskId"])["state"] == "accepted", "the run accepted")
     assert _stop(supervisor) == 0  # --grace 5: the held run is stopped after it
     (run,) = _runs(log_dir)
     assert run["exit"] == -signal.SIGTERM and run["blocked"] == [task["taskId"]]
@@ -162,7 +152,7 @@ def test_a_command_that_fails_at_once_is_started_again_only_after_a_growing_dela
                                    "--log-dir", str(log_dir), "--", "false"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        runs = _until(lambda: r if len(r := _runs(log_dir)) >= 3 else None, "three runs of false")
+        runs = until(lambda: r if len(r := _runs(log_dir)) >= 3 else None, "three runs of false")
         starts = [_epoch(r["started"]) for r in runs[:3]]
         assert all(r["exit"] == 1 for r in runs)
         assert starts[1] - starts[0] >= 1.0 and starts[2] - starts[1] >= 2.0  # 1 s, then 2 s: no hot loop
