@@ -415,7 +415,7 @@ def test_a_supervised_instance_shows_its_run_state(tab, hub):
         shown = page.locator(f"[data-instance={planner_id}] .supervisor")
         expect(shown).to_have_text("supervised: running 1 of 2, last run exit 1")
         planner.report_supervisor("stopped", active_runs=0, max_runs=2, runs_started=4)
-        expect(shown).to_have_text("supervised: stopped")
+        expect(shown).to_have_text("supervised: stopped, last run exit 1")  # a report without lastRun keeps it
         expect(shown).to_have_attribute("data-supervisor", "stopped")
 
 
