@@ -184,14 +184,12 @@ def activity_since(networks: frozenset[str], last_id: str) -> list[dict[str, Any
     out: list[dict[str, Any]] = []
     for net in sorted(networks):
         pk, after = k.event(net, last_id)
+        taken = 0
         for item in t.iterate(pk, sk_gt=after, page_size=REPLAY_LIMIT):
-            if not str(item["SK"]).startswith("EVT#"):
+            if not str(item["SK"]).startswith("EVT#") or taken >= REPLAY_LIMIT:
                 break
-            if int(item.get("ttl") or now_s + 1) <= now_s:
-                continue
-            found = activity(item)
+            found = activity(item) if int(item.get("ttl") or now_s + 1) > now_s else None
             if found is not None:
                 out.append(found)
-            if sum(1 for e in out if e["networkId"] == net) >= REPLAY_LIMIT:
-                break
+                taken += 1
     return sorted(out, key=lambda e: e["id"])

@@ -97,6 +97,8 @@ class _Waiters:
                 return
             waiting = list(self._waiting.items())
         for image in images:
+            if "#MBOX#" not in (image.get("PK") or {}).get("S", ""):  # not mail: nothing to decode
+                continue
             found = event_stream.addressed(table.decode(image))
             if found is None or found.everyone:  # not mail (a claim released is no inbox entry)
                 continue
