@@ -632,7 +632,69 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
     yield Step("control_restart_agent (both steps)", "control_restart_agent", False,
                lambda: two_step("control_restart_agent"))
 
+    yield from a2a_steps(tok, ok)
     yield from ag2_steps(tok)
+
+
+def a2a_call(stem: str, method: str, path: str, route: str, params: dict[str, str], token: str | None = None,
+             body: Any = None) -> dict[str, Any]:
+    """One request to an A2A route (docs/protocol.md 13) as API Gateway makes it: the authorizer
+    first when ``token`` is given; the answer's JSON."""
+    from relaynet_local.events import authorizer_event, http_event
+    from relaynet_local.lambdas import LambdaContext, load_handler
+
+    hdrs = [("content-type", "application/json"), ("a2a-version", "1.0"), ("host", "bench.example.com")]
+    context = None
+    if token is not None:
+        hdrs.append(("authorization", f"Bearer {token}"))
+        context = load_handler(FUNCTIONS, "authorizer.handler")(
+            authorizer_event(method, path, route_key=route, identity=[f"Bearer {token}"], headers=hdrs), None)["context"]
+    event = http_event(method, path, route_key=route, headers=hdrs, body=json.dumps(body) if body is not None else None,
+                       path_parameters=params, authorizer_context=context)
+    resp = load_handler(FUNCTIONS, f"{stem}.handler")(event, LambdaContext(stem, 29.0, 512))
+    answer = json.loads(resp["body"])
+    assert resp["statusCode"] == 200 and "error" not in answer, answer
+    return answer
+
+
+def a2a_steps(tok: dict[str, str], ok: Callable[..., dict[str, Any]], network: str = "demo") -> Iterator[Step]:
+    """A2A (docs/protocol.md 13): the coder's card and the network's cards; as the planner,
+    SendMessage (a new task, then a follow-up in its thread), GetTask, ListTasks, and CancelTask
+    of the task once its assignee accepted it and claimed a path for it (the cancel releases the
+    claim). ``ok`` calls a tool as a named token (the scenario's)."""
+    state: dict[str, Any] = {}
+    base = f"/a2a/{network}/coder"
+    params = {"network": network, "agent": "coder"}
+
+    def rpc(method: str, rpc_params: dict[str, Any]) -> dict[str, Any]:
+        return a2a_call("a2a_rpc", "POST", base, "POST /a2a/{network}/{agent}", params, tok["planner0"],
+                        {"jsonrpc": "2.0", "id": 1, "method": method, "params": rpc_params})["result"]
+
+    def send(text: str, task_id: str | None = None) -> None:
+        message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}]}
+        if task_id:
+            message["taskId"] = task_id
+        state["task"] = rpc("SendMessage", {"message": message, "configuration": {"historyLength": 0}})["task"]
+
+    yield Step("a2a agent card", "a2a_card", True, lambda: a2a_call(
+        "a2a_card", "GET", f"{base}/.well-known/agent-card.json", "GET /a2a/{network}/{agent}/.well-known/agent-card.json",
+        params))
+    yield Step("a2a cards of a network", "a2a_card", False, lambda: a2a_call(
+        "a2a_card", "GET", f"/a2a/{network}", "GET /a2a/{network}", {"network": network}))
+    yield Step("a2a SendMessage (a new task)", "a2a_rpc", True, lambda: send("Port the CLI to the new config loader"))
+    yield Step("a2a SendMessage (a follow-up in the task's thread)", "a2a_rpc", False,
+               lambda: send("Keep the old flags working", state["task"]["id"]))
+    yield Step("a2a GetTask (with history)", "a2a_rpc", True, lambda: rpc("GetTask", {"id": state["task"]["id"]}))
+    yield Step("a2a ListTasks (a page of 10)", "a2a_rpc", False, lambda: rpc("ListTasks", {"pageSize": 10}))
+
+    def cancel() -> None:
+        task_id = state["task"]["id"]
+        assignee = ok("network_task_get", {"taskId": task_id}, "planner0")["task"]["assignee"]
+        ok("network_task_update", {"taskId": task_id, "status": "accepted"}, assignee)
+        ok("network_claim", {"scope": "cli/config/**", "taskId": task_id, "ttlSeconds": 600}, assignee)
+        rpc("CancelTask", {"id": task_id})
+
+    yield Step("a2a CancelTask (accepted, one claim released)", "a2a_rpc", False, cancel)
 
 
 def ag2_event(route: str, connection_id: str, body: Any = None) -> dict[str, Any]:

@@ -21,7 +21,10 @@ FUNCTIONS = ROOT / "functions"
 NOT_TOOLS = {"authorizer": (), "sweep": (), "notifier": (), "push_retry": (), "health": ("GET /v1/health",),
              "openapi": ("GET /v1/openapi.json",), "ui": ("GET /v1/ui", "GET /v1/ui/{asset}"),
              # the AG2 wire's functions serve the WebSocket API, not HTTP routes (docs/protocol.md 12)
-             "ag2_connection": (), "ag2_frames": (), "ag2_keepalive": (), "ag2_notifier": ()}
+             "ag2_connection": (), "ag2_frames": (), "ag2_keepalive": (), "ag2_notifier": (),
+             # A2A's JSON-RPC binding and Agent Cards (docs/protocol.md 13): A2A's bodies, not tools
+             "a2a_rpc": ("POST /a2a/{network}/{agent}",),
+             "a2a_card": ("GET /a2a/{network}/{agent}/.well-known/agent-card.json", "GET /a2a/{network}")}
 ERROR_STATUSES = {"400", "401", "403", "404", "409", "413", "429", "500"}
 
 
@@ -31,9 +34,24 @@ def doc():
 
 
 def operations(doc) -> dict[str, tuple[str, str, dict]]:
-    """operationId -> (method, path, operation)."""
+    """operationId -> (method, path, operation) of the tools and endpoints (not A2A's routes)."""
     return {op["operationId"]: (method.upper(), path, op)
-            for path, item in doc["paths"].items() for method, op in item.items()}
+            for path, item in doc["paths"].items() for method, op in item.items() if "a2a" not in op.get("tags", ())}
+
+
+def test_the_a2a_routes_are_documented_with_their_methods_and_the_cards_are_public(doc):
+    from relaynet.a2a import wire
+
+    a2a = {op["operationId"]: (method.upper(), path, op) for path, item in doc["paths"].items()
+           for method, op in item.items() if "a2a" in op.get("tags", ())}
+    template = load_template(ROOT / "template.yaml")
+    routes = {r.route_key for r in template.routes if r.path.startswith("/a2a/")}
+    assert {f"{m} {p}" for m, p, _ in a2a.values()} == routes
+    rpc = a2a["a2a_rpc"][2]
+    assert rpc["requestBody"]["content"]["application/json"]["schema"]["properties"]["method"]["enum"] == \
+        [*wire.SERVED, *wire.REFUSED]
+    assert "security" not in rpc  # the bearer token, as everywhere
+    assert a2a["a2a_card"][2]["security"] == [] and a2a["a2a_cards"][2]["security"] == []
 
 
 def test_the_committed_document_is_the_generated_one(doc):

@@ -136,7 +136,50 @@ def _complete(doc: dict[str, Any]) -> dict[str, Any]:
                     "schema": {"type": "string", "minLength": 1, "maxLength": 255},
                 }]
     doc["security"] = [{"bearer": []}]
+    doc["paths"].update(_a2a_paths())
     return doc
+
+
+def _a2a_paths() -> dict[str, Any]:
+    """The A2A routes (docs/protocol.md 13): the JSON-RPC binding of each agent definition and
+    its public Agent Cards. Their bodies are A2A 1.0's (``a2a.proto``'s ProtoJSON), not Relaynet's
+    models, so the methods and errors are listed rather than modelled here."""
+    from relaynet.a2a.wire import REFUSED, SERVED as METHODS
+
+    names = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}} for n in ("network", "agent")]
+    card = {"description": "An A2A AgentCard (a2a.proto's ProtoJSON)",
+            "content": {"application/json": {"schema": {"type": "object"}}}}
+    not_found = {"$ref": "#/components/responses/not_found"}
+    return {
+        "/a2a/{network}/{agent}": {"post": {
+            "operationId": "a2a_rpc", "summary": "a2a_rpc", "tags": ["a2a"], "parameters": [*names, {
+                "name": "A2A-Version", "in": "header", "required": True, "schema": {"type": "string", "enum": ["1.0"]},
+                "description": "Empty or missing means 0.3, which is answered with VersionNotSupportedError (-32009)."}],
+            "description": "A2A 1.0 JSON-RPC 2.0 binding of one agent definition. Served: "
+                           f"{', '.join(METHODS)}. Answered with an A2A error: {', '.join(REFUSED)}. "
+                           "SendMessage runs once per message.messageId and caller.",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["jsonrpc", "method"],
+                "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer", "null"]},
+                               "method": {"type": "string", "enum": [*METHODS, *REFUSED]},
+                               "params": {"type": "object"}}}}}},
+            "responses": {"200": {"description": "A JSON-RPC 2.0 response: result, or an A2A error",
+                                  "content": {"application/json": {"schema": {"type": "object"}}}},
+                          "401": {"description": "No, unknown or revoked token (without a header, API "
+                                                 "Gateway's own answer; else a JSON-RPC error body)"},
+                          "403": {"description": "A representative without the delegate grant (a JSON-RPC error body)"},
+                          "404": {"description": "No such network or agent for this token (a JSON-RPC error body)"}}}},
+        "/a2a/{network}/{agent}/.well-known/agent-card.json": {"get": {
+            "operationId": "a2a_card", "summary": "a2a_card", "tags": ["a2a"], "parameters": names, "security": [],
+            "description": "The agent's A2A Agent Card; public (it holds what network_discover shows).",
+            "responses": {"200": card, "404": not_found}}},
+        "/a2a/{network}": {"get": {
+            "operationId": "a2a_cards", "summary": "a2a_cards", "tags": ["a2a"], "parameters": names[:1], "security": [],
+            "description": "Every agent definition's Agent Card: {network, agents: [AgentCard]}; public.",
+            "responses": {"200": {"description": "The network's cards",
+                                  "content": {"application/json": {"schema": {"type": "object"}}}},
+                          "404": not_found}}},
+    }
 
 
 @functools.lru_cache(maxsize=1)

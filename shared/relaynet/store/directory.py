@@ -72,6 +72,13 @@ def agent_or_group(net: str, name: str) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
+def network_id(name: str) -> str | None:
+    """The id of the network named ``name`` (its name item: eventually consistent, confirmed
+    strongly before saying "absent"), or None."""
+    item = _rarely_changing(*k.network_name(name))
+    return item["networkId"] if item else None
+
+
 def networks(net_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """``{network id: network META}`` of the networks that exist (one BatchGetItem per 100)."""
     ids = list(net_ids)

@@ -1,0 +1,201 @@
+"""The A2A methods on Relaynet tasks (docs/protocol.md 13.2): each is the worker surface's domain
+call (relaynet.tasks, relaynet.messaging) made as the caller, on the tasks of one agent
+definition (the endpoint's).
+
+A task *belongs* to the endpoint's agent when it was delegated to that agent by name or an
+instance of it took it (a history entry by one of its instances). Other tasks, and tasks of other
+networks, are ``TaskNotFoundError``: an A2A endpoint shows only its own agent's tasks.
+
+The caller is bound to the endpoint's network first (:func:`bind`): an instance token only to
+its own network, a representative token with the ``delegate`` grant on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from relaynet import claims, clock, cursors, messaging, tasks
+from relaynet.a2a import wire
+from relaynet.a2a.wire import A2AError
+from relaynet.control.grants import scope
+from relaynet.errors import InvalidArgument, InvalidTransition, NotFound, PermissionDenied
+from relaynet.identity import Principal
+from relaynet.models.worker import AskRequest, DelegateRequest, TaskUpdateRequest
+from relaynet.store import directory as dir_store
+from relaynet.store import mailboxes as mail_store
+from relaynet.store import tasks as task_store
+from relaynet.taskstate import TERMINAL
+
+CANCEL_REASON = "cancelled by an A2A client (CancelTask)"
+
+
+def bind(principal: Principal, network: str, agent: str) -> Principal:
+    """The caller as it acts on the endpoint ``/a2a/<network>/<agent>`` (names): an instance
+    token of that network as itself, a representative bound to the network. Raises NotFound (no
+    such network, agent, or not the instance's network; no grant on it) and PermissionDenied (a
+    representative below ``delegate``: PROTOCOL.md 6)."""
+    net = dir_store.network_id(network)
+    if principal.kind == "instance":
+        if net is None or net != principal.network_id:
+            raise NotFound(f"no network {network!r} for this token")
+        bound = principal
+    else:
+        if net is None:
+            raise NotFound(f"no network {network!r} for this representative")
+        _, bound = scope(principal, net, "delegate")
+    if dir_store.agent(bound.network_id, agent) is None:
+        raise NotFound(f"no agent {agent!r} in network {network!r}")
+    return bound
+
+
+def belongs(task: dict[str, Any], agent: str) -> bool:
+    """Whether ``task`` is ``agent``'s (module docstring)."""
+    if (task.get("target") or {}).get("agent") == agent:
+        return True
+    return any((h.get("actor") or {}).get("agent") == agent for h in task.get("history") or [])
+
+
+def _texts(message: wire.Message) -> list[str]:
+    texts = []
+    for n, part in enumerate(message.parts):
+        if part.text is None:
+            kind = "a file" if part.raw is not None or part.url is not None else "a data" if part.data is not None else "an empty"
+            raise A2AError(wire.CONTENT_TYPE_NOT_SUPPORTED,
+                           f"message.parts[{n}] is {kind} part: Relaynet tasks take text parts (text/plain)",
+                           {"field": f"message.parts[{n}]"})
+        texts.append(part.text)
+    return texts
+
+
+def _invalid(exc: ValidationError, prefix: str) -> A2AError:
+    fields = [{"field": ".".join([prefix, *(str(p) for p in e["loc"])]), "message": e["msg"]} for e in exc.errors()]
+    return A2AError(wire.INVALID_PARAMS, "invalid params: " + "; ".join(f"{f['field']}: {f['message']}" for f in fields),
+                    {"fields": fields})
+
+
+def _task(net: str, task_id: str, agent: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    task, artifacts = task_store.with_artifacts(net, task_id)
+    if task is None or not belongs(task, agent):
+        raise A2AError(wire.TASK_NOT_FOUND, f"no task {task_id!r} of agent {agent!r}", {"taskId": task_id})
+    return task, artifacts
+
+
+def _view(net: str, task: dict[str, Any], artifacts: list[dict[str, Any]] | None, history_length: int | None) -> dict[str, Any]:
+    messages = None
+    if history_length != 0:
+        messages = mail_store.thread_messages(net, task["threadId"])
+    return wire.task_view(task, [tasks.artifact_view(a) for a in artifacts] if artifacts is not None else None,
+                          messages, history_length)
+
+
+def send_message(p: Principal, agent: str, params: wire.SendMessageParams) -> dict[str, Any]:
+    """SendMessage: ``{"task": Task}``. Without ``message.taskId`` it delegates a new task to
+    ``agent`` (the first text part is the objective, each further one an acceptance criterion);
+    with it, the text is an ask in that task's thread, to its assignee (or the agent while nobody
+    holds it). Raises A2AError (ContentTypeNotSupported: a non-text part; InvalidParams: an
+    objective or criterion out of bounds; TaskNotFound; UnsupportedOperation: the task is
+    terminal) and the domain's errors (PermissionDenied: not a participant of the task's thread)."""
+    texts = _texts(params.message)
+    history_length = params.configuration.historyLength if params.configuration else None
+    net = p.network_id
+    if not params.message.taskId:
+        try:
+            req = DelegateRequest(objective=texts[0], acceptanceCriteria=texts[1:] or None, toAgent=agent)
+        except ValidationError as exc:
+            raise _invalid(exc, "message.parts") from None
+        task_id = tasks.delegate(p, req)["taskId"]
+        task, artifacts = _task(net, task_id, agent)
+        return {"task": _view(net, task, artifacts, history_length)}
+    task, _ = _task(net, params.message.taskId, agent)
+    if task["state"] in TERMINAL:
+        raise A2AError(wire.UNSUPPORTED_OPERATION, f"task {task['id']!r} is {task['state']}: it takes no more messages; "
+                       "send one without taskId to start a new task", {"taskId": task["id"], "state": task["state"]})
+    to = {"toInstance": task["assignee"]} if task.get("assignee") else {"toAgent": agent}
+    try:
+        req = AskRequest(body="\n\n".join(texts), threadId=task["threadId"], taskId=task["id"], **to)
+    except ValidationError as exc:
+        raise _invalid(exc, "message.parts") from None
+    messaging.ask(p, req)
+    task, artifacts = _task(net, task["id"], agent)
+    return {"task": _view(net, task, artifacts, history_length)}
+
+
+def get_task(p: Principal, agent: str, params: wire.GetTaskParams) -> dict[str, Any]:
+    """GetTask: the ``Task`` with its artifacts and the newest ``historyLength`` messages (all
+    when absent). Raises A2AError TaskNotFound."""
+    task, artifacts = _task(p.network_id, params.id, agent)
+    return _view(p.network_id, task, artifacts, params.historyLength)
+
+
+def _creator_is(task: dict[str, Any], p: Principal) -> bool:
+    creator = task.get("creator") or {}
+    if p.kind == "instance":
+        return creator.get("agent") == p.agent
+    return creator.get("representative") == p.rep
+
+
+def list_tasks(p: Principal, agent: str, params: wire.ListTasksParams, max_read: int = 1000) -> dict[str, Any]:
+    """ListTasks: the tasks the caller (its agent; a representative: itself) created for
+    ``agent``, newest first (task ids are time-ordered: newest *created* first, docs/protocol.md
+    11.2), filtered by ``contextId``, ``status`` and ``statusTimestampAfter``; ``pageSize`` per
+    page, ``nextPageToken`` "" at the end. Artifacts only with ``includeArtifacts`` (a Query per
+    task); history only with ``historyLength`` > 0. Raises A2AError InvalidParams (bad status,
+    timestamp or page token)."""
+    if params.status is not None and params.status not in wire.TASK_STATES:
+        raise A2AError(wire.INVALID_PARAMS, f"status must be one of {', '.join(wire.TASK_STATES)}",
+                       {"fields": [{"field": "status", "message": "unknown TaskState"}]})
+    if params.statusTimestampAfter is not None:
+        try:
+            clock.parse_iso(params.statusTimestampAfter)
+        except ValueError:
+            raise A2AError(wire.INVALID_PARAMS, "statusTimestampAfter must be an RFC 3339 timestamp",
+                           {"fields": [{"field": "statusTimestampAfter", "message": "not a timestamp"}]}) from None
+    wanted = wire.RELAYNET_STATES.get(params.status, frozenset()) if params.status else None
+    listing = cursors.Listing("a2a.ListTasks", p, agent=agent, status=params.status, contextId=params.contextId,
+                              after=params.statusTimestampAfter)
+    try:
+        position = listing.position(params.pageToken or None)
+    except InvalidArgument:
+        raise A2AError(wire.INVALID_PARAMS, "pageToken is not a token this list gave",
+                       {"fields": [{"field": "pageToken", "message": "unknown page token"}]}) from None
+
+    def accept(task: dict[str, Any]) -> bool:
+        return (_creator_is(task, p) and belongs(task, agent)
+                and (wanted is None or task["state"] in wanted)
+                and (params.contextId is None or task.get("threadId") == params.contextId)
+                and wire.after(task, params.statusTimestampAfter))
+
+    walk = task_store.walk_newest(p.network_id, position, min(max_read, 100))
+    page, last = cursors.page_scan(walk, lambda task: task["id"], accept, params.pageSize, max_read)
+    length = params.historyLength or 0
+    out = []
+    for task in page:
+        artifacts = task_store.with_artifacts(p.network_id, task["id"])[1] if params.includeArtifacts else None
+        out.append(_view(p.network_id, task, artifacts, length))
+    return {"tasks": out, "nextPageToken": listing.next_cursor(last) or "", "pageSize": params.pageSize}
+
+
+def cancel_task(p: Principal, agent: str, params: wire.CancelTaskParams) -> dict[str, Any]:
+    """CancelTask: the creator's cancel (network_task_update ``cancelled``), releasing the task's
+    claims; an already cancelled task is answered as it is (idempotent). Raises A2AError
+    TaskNotFound, TaskNotCancelable (completed or failed; the caller is not the creator)."""
+    net = p.network_id
+    task, artifacts = _task(net, params.id, agent)
+    if task["state"] != "cancelled":
+        if task["state"] in TERMINAL:
+            raise A2AError(wire.TASK_NOT_CANCELABLE, f"task {task['id']!r} is {task['state']}",
+                           {"taskId": task["id"], "state": task["state"]})
+        try:
+            tasks.update(p, TaskUpdateRequest(taskId=task["id"], status="cancelled", reason=CANCEL_REASON),
+                         on_terminal=claims.release_for_task)
+        except PermissionDenied as exc:
+            raise A2AError(wire.TASK_NOT_CANCELABLE, f"task {task['id']!r}: {exc.message}", {"taskId": task["id"]}) from None
+        except InvalidTransition:
+            pass  # it turned terminal meanwhile: answered below as it now is
+        task, artifacts = _task(net, task["id"], agent)
+        if task["state"] != "cancelled":
+            raise A2AError(wire.TASK_NOT_CANCELABLE, f"task {task['id']!r} is {task['state']}",
+                           {"taskId": task["id"], "state": task["state"]})
+    return _view(net, task, artifacts, None)

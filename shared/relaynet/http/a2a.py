@@ -1,0 +1,166 @@
+"""A2A's JSON-RPC binding and Agent Card routes over API Gateway HTTP API events
+(docs/protocol.md 13; relaynet.a2a holds the methods and shapes).
+
+``POST /a2a/{network}/{agent}`` (behind the Lambda authorizer): one JSON-RPC 2.0 request per
+body, answered with HTTP 200 and a JSON-RPC response, except where the transport answers: no
+token 401 (API Gateway; an unknown or revoked one: the handler), a representative below ``delegate`` 403, no such network or agent 404,
+a body over 64 KiB 413 (each still a JSON-RPC error body). Check order: the body parses (-32700),
+is a request object (-32600), names a method (-32601), ``A2A-Version`` is 1.0 (-32009; empty or
+missing means 0.3, which is not served), the params validate (-32602), then the endpoint, then
+the method. No malformed request writes anything.
+
+``SendMessage`` runs at most once per ``message.messageId`` and caller (relaynet.http.idempotency,
+as an ``Idempotency-Key``): a retry within the hour answers the first response.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from pydantic import BaseModel, ValidationError
+
+from relaynet.a2a import card, service, wire
+from relaynet.a2a.wire import A2AError
+from relaynet.errors import InvalidArgument, NotFound, PayloadTooLarge, PermissionDenied, RelaynetError, Unauthenticated
+from relaynet.http.api import MAX_BODY_BYTES, authorizer_context, parse_body
+from relaynet.identity import Principal
+from relaynet.observability import logger
+
+#: Methods Relaynet serves (wire.SERVED) -> (params model, service call).
+METHODS: dict[str, tuple[type[BaseModel], Callable[..., dict[str, Any]]]] = {
+    "SendMessage": (wire.SendMessageParams, service.send_message),
+    "GetTask": (wire.GetTaskParams, service.get_task),
+    "ListTasks": (wire.ListTasksParams, service.list_tasks),
+    "CancelTask": (wire.CancelTaskParams, service.cancel_task),
+}
+assert tuple(METHODS) == wire.SERVED, "relaynet.a2a.wire.SERVED names the methods mapped here"
+REFUSED = wire.REFUSED
+
+
+def _reply(status: int, rpc_id: Any, *, result: Any = None, error: A2AError | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": rpc_id}
+    if error is not None:
+        body["error"] = error.body()
+    else:
+        body["result"] = result
+    return {"statusCode": status, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+
+
+def origin(event: dict[str, Any]) -> str:
+    """``scheme://host`` the caller reached: ``X-Forwarded-Proto`` (API Gateway sets https) or
+    http, and the Host header (or the request context's domain name)."""
+    headers = event.get("headers") or {}
+    host = headers.get("host") or (event.get("requestContext") or {}).get("domainName") or "localhost"
+    return f"{headers.get('x-forwarded-proto') or 'http'}://{host}"
+
+
+def _version(headers: dict[str, str]) -> None:
+    raw = (headers.get("a2a-version") or "").strip() or "0.3"
+    parts = raw.split(".")
+    if len(parts) < 2 or parts[:2] != ["1", "0"]:
+        raise A2AError(wire.VERSION_NOT_SUPPORTED, f"A2A-Version {raw} is not served: this agent speaks A2A "
+                       f"{wire.PROTOCOL_VERSION} (send the header A2A-Version: {wire.PROTOCOL_VERSION})",
+                       {"supported": [wire.PROTOCOL_VERSION]})
+
+
+def _request(event: dict[str, Any]) -> tuple[Any, str, dict[str, Any]]:
+    """(id, method, params) of the body, or A2AError (parse, invalid request)."""
+    body = event.get("body") or ""
+    if event.get("isBase64Encoded") and body:
+        import base64
+
+        body = base64.b64decode(body).decode("utf-8", errors="replace")
+    if len(body.encode("utf-8", errors="surrogatepass")) > MAX_BODY_BYTES:
+        raise PayloadTooLarge(f"request body is over {MAX_BODY_BYTES // 1024} KiB")
+    try:
+        parsed = parse_body(body)
+    except InvalidArgument as exc:
+        raise A2AError(wire.JSON_PARSE, f"parse error: {exc.message}") from None
+    rpc_id = parsed.get("id")
+    if isinstance(rpc_id, bool) or not isinstance(rpc_id, (str, int, type(None))):
+        raise A2AError(wire.INVALID_REQUEST, "id must be a string, a number or null")
+    method, params = parsed.get("method"), parsed.get("params", {})
+    if parsed.get("jsonrpc") != "2.0" or not isinstance(method, str) or not isinstance(params, dict):
+        raise _Invalid(rpc_id, A2AError(wire.INVALID_REQUEST, 'not a JSON-RPC 2.0 request: {"jsonrpc": "2.0", '
+                                        '"method": <string>, "params": <object>, "id": ...}'))
+    return rpc_id, method, params
+
+
+class _Invalid(Exception):
+    def __init__(self, rpc_id: Any, error: A2AError):
+        self.rpc_id, self.error = rpc_id, error
+
+
+def _params(model: type[BaseModel], params: dict[str, Any]) -> BaseModel:
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        fields = [{"field": ".".join(str(p) for p in e["loc"]) or "params", "message": e["msg"]} for e in exc.errors()]
+        raise A2AError(wire.INVALID_PARAMS, "invalid params: " + "; ".join(f"{f['field']}: {f['message']}" for f in fields),
+                       {"fields": fields}) from None
+
+
+def _domain_error(exc: RelaynetError) -> tuple[int, A2AError]:
+    """A domain error as (HTTP status, A2A error): 400 -> InvalidParams, 401/403/404/413 at the
+    transport with a JSON-RPC body, anything else InvalidRequest with Relaynet's envelope."""
+    if isinstance(exc, InvalidArgument):
+        return 200, A2AError(wire.INVALID_PARAMS, exc.message, exc.envelope()["error"].get("details"))
+    if isinstance(exc, (Unauthenticated, PermissionDenied, NotFound, PayloadTooLarge)):
+        return exc.status, A2AError(wire.INVALID_REQUEST, exc.message, {"relaynet": exc.envelope()["error"]})
+    return 200, A2AError(wire.INVALID_REQUEST, exc.message, {"relaynet": exc.envelope()["error"]})
+
+
+def rpc(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The JSON-RPC endpoint (module docstring): an API Gateway proxy result."""
+    rpc_id = None
+    try:
+        principal = Principal.from_context(authorizer_context(event))
+        rpc_id, method, raw_params = _request(event)
+        if method in REFUSED:
+            code, message = REFUSED[method]
+            raise A2AError(code, message)
+        if method not in METHODS:
+            raise A2AError(wire.METHOD_NOT_FOUND, f"no method {method!r}: this agent serves "
+                           f"{', '.join(METHODS)}", {"methods": list(METHODS)})
+        _version(event.get("headers") or {})
+        model, call = METHODS[method]
+        params = _params(model, raw_params)
+        path = event.get("pathParameters") or {}
+        agent = path.get("agent", "")
+        bound = service.bind(principal, path.get("network", ""), agent)
+        if method == "SendMessage":
+            from relaynet.http import idempotency
+
+            result = idempotency.once("a2a_send_message", bound, params.message.messageId,
+                                      params.model_dump(mode="json"), lambda: call(bound, agent, params), context)
+        else:
+            result = call(bound, agent, params)
+        return _reply(200, rpc_id, result=result)
+    except _Invalid as exc:
+        return _reply(200, exc.rpc_id, error=exc.error)
+    except A2AError as exc:
+        return _reply(200, rpc_id, error=exc)
+    except RelaynetError as exc:
+        status, error = _domain_error(exc)
+        return _reply(status, rpc_id, error=error)
+    except Exception:  # a bug: logged with its traceback, answered as JSON-RPC's internal error
+        logger.exception("a2a: unexpected error")
+        return _reply(500, rpc_id, error=A2AError(wire.INTERNAL, "internal error"))
+
+
+def _json(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    return {"statusCode": status, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+
+
+def cards(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """``GET /a2a/{network}/{agent}/.well-known/agent-card.json`` (one card) and
+    ``GET /a2a/{network}`` (``{network, agents: [card]}``): no token; 404 with Relaynet's error
+    envelope for an unknown network or agent."""
+    path = event.get("pathParameters") or {}
+    try:
+        if "agent" in path:
+            return _json(200, card.agent_card(origin(event), path.get("network", ""), path["agent"]))
+        return _json(200, card.network_cards(origin(event), path.get("network", "")))
+    except RelaynetError as exc:
+        return _json(exc.status, exc.envelope())
