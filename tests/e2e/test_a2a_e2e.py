@@ -196,6 +196,9 @@ def test_a_representative_needs_the_delegate_grant_and_then_delegates(hub):
 
 BAD_REQUESTS = [
     ("{not json", {}, -32700),
+    ('[{"jsonrpc": "2.0", "method": "GetTask", "id": 1, "params": {"id": "t"}}]', {}, -32600),  # a batch
+    ('{"jsonrpc": "2.0", "jsonrpc": "2.0", "method": "GetTask", "id": 1}', {}, -32600),  # a duplicate key
+    ({"jsonrpc": "2.0", "method": "GetTask", "id": [1], "params": {"id": "t"}}, {}, -32600),
     ({"jsonrpc": "1.0", "method": "SendMessage", "id": 1, "params": {}}, {}, -32600),
     ({"jsonrpc": "2.0", "method": "NoSuchMethod", "id": 1, "params": {}}, {}, -32601),
     ({"jsonrpc": "2.0", "method": "SendMessage", "id": 1, "params": {"message": {"messageId": "x", "parts": []}}},

@@ -76,7 +76,13 @@ def _request(event: dict[str, Any]) -> tuple[Any, str, dict[str, Any]]:
     try:
         parsed = parse_body(body)
     except InvalidArgument as exc:
-        raise A2AError(wire.JSON_PARSE, f"parse error: {exc.message}") from None
+        try:
+            json.loads(body)
+        except ValueError:
+            raise A2AError(wire.JSON_PARSE, f"parse error: {exc.message}") from None
+        # JSON, but not one request object (a batch, a scalar, a duplicate key, ...): not served
+        raise A2AError(wire.INVALID_REQUEST, f"invalid request: {exc.message} (one JSON-RPC request object per "
+                       "body; batches are not served)") from None
     rpc_id = parsed.get("id")
     if isinstance(rpc_id, bool) or not isinstance(rpc_id, (str, int, type(None))):
         raise A2AError(wire.INVALID_REQUEST, "id must be a string, a number or null")
