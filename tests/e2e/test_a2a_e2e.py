@@ -210,7 +210,8 @@ BAD_REQUESTS = [
       "params": {"message": {"messageId": "x", "role": "ROLE_USER", "parts": [{"text": "o" * 9000}]}}}, {}, -32602),
     ({"jsonrpc": "2.0", "method": "SendMessage", "id": 1,
       "params": {"message": {"messageId": "x", "role": "ROLE_USER", "parts": [{"text": "hello"}]}}},
-     {"A2A-Version": ""}, -32009),
+     {"A2A-Version": ""}, -32004),  # empty means 0.3: 0.3's own error (it has no VersionNotSupported)
+    ({"jsonrpc": "2.0", "method": "message/send", "id": 1, "params": {}}, {"A2A-Version": "0.3"}, -32004),
     ({"jsonrpc": "2.0", "method": "SendMessage", "id": 1,
       "params": {"message": {"messageId": "x", "role": "ROLE_USER", "parts": [{"text": "hello"}]}}},
      {"A2A-Version": "2.0"}, -32009),

@@ -5,8 +5,9 @@
 body, answered with HTTP 200 and a JSON-RPC response, except where the transport answers: no
 token 401 (API Gateway; an unknown or revoked one: the handler), a representative below ``delegate`` 403, no such network or agent 404,
 a body over 64 KiB 413 (each still a JSON-RPC error body). Check order: the body parses (-32700),
-is a request object (-32600), names a method (-32601), ``A2A-Version`` is 1.0 (-32009; empty or
-missing means 0.3, which is not served), the params validate (-32602), then the endpoint, then
+is a request object (-32600), ``A2A-Version`` is 1.0 (empty or missing means 0.3, which is not
+served: 0.3's UnsupportedOperationError -32004; another version -32009), names a method
+(-32601), the params validate (-32602), then the endpoint, then
 the method. No malformed request writes anything.
 
 ``SendMessage`` runs at most once per ``message.messageId`` and caller (relaynet.http.idempotency,
@@ -56,12 +57,17 @@ def origin(event: dict[str, Any]) -> str:
 
 
 def _version(headers: dict[str, str]) -> None:
+    """Serve A2A 1.0 only: an empty or missing ``A2A-Version`` means 0.3, which gets 0.3's own
+    error for what it cannot do (UnsupportedOperationError: 0.3 has no VersionNotSupportedError);
+    any other version but 1.x.y gets 1.0's VersionNotSupportedError."""
     raw = (headers.get("a2a-version") or "").strip() or "0.3"
     parts = raw.split(".")
-    if len(parts) < 2 or parts[:2] != ["1", "0"]:
-        raise A2AError(wire.VERSION_NOT_SUPPORTED, f"A2A-Version {raw} is not served: this agent speaks A2A "
-                       f"{wire.PROTOCOL_VERSION} (send the header A2A-Version: {wire.PROTOCOL_VERSION})",
-                       {"supported": [wire.PROTOCOL_VERSION]})
+    if parts[:2] == ["1", "0"]:
+        return
+    message = (f"A2A-Version {raw} is not served: this agent speaks A2A {wire.PROTOCOL_VERSION} "
+               f"(send the header A2A-Version: {wire.PROTOCOL_VERSION})")
+    code = wire.UNSUPPORTED_OPERATION if parts[:2] == ["0", "3"] else wire.VERSION_NOT_SUPPORTED
+    raise A2AError(code, message, {"supported": [wire.PROTOCOL_VERSION]})
 
 
 def _request(event: dict[str, Any]) -> tuple[Any, str, dict[str, Any]]:
@@ -123,13 +129,13 @@ def rpc(event: dict[str, Any], context: Any) -> dict[str, Any]:
     try:
         principal = Principal.from_context(authorizer_context(event))
         rpc_id, method, raw_params = _request(event)
+        _version(event.get("headers") or {})
         if method in REFUSED:
             code, message = REFUSED[method]
             raise A2AError(code, message)
         if method not in METHODS:
             raise A2AError(wire.METHOD_NOT_FOUND, f"no method {method!r}: this agent serves "
                            f"{', '.join(METHODS)}", {"methods": list(METHODS)})
-        _version(event.get("headers") or {})
         model, call = METHODS[method]
         params = _params(model, raw_params)
         path = event.get("pathParameters") or {}

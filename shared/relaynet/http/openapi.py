@@ -154,7 +154,8 @@ def _a2a_paths() -> dict[str, Any]:
         "/a2a/{network}/{agent}": {"post": {
             "operationId": "a2a_rpc", "summary": "a2a_rpc", "tags": ["a2a"], "parameters": [*names, {
                 "name": "A2A-Version", "in": "header", "required": True, "schema": {"type": "string", "enum": ["1.0"]},
-                "description": "Empty or missing means 0.3, which is answered with VersionNotSupportedError (-32009)."}],
+                "description": "Empty or missing means 0.3, which is not served: 0.3's UnsupportedOperationError "
+                               "(-32004); another version: VersionNotSupportedError (-32009)."}],
             "description": "A2A 1.0 JSON-RPC 2.0 binding of one agent definition. Served: "
                            f"{', '.join(METHODS)}. Answered with an A2A error: {', '.join(REFUSED)}. "
                            "SendMessage runs once per message.messageId and caller.",
