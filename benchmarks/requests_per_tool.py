@@ -633,6 +633,7 @@ def scenario(tokens: dict[str, Any], network: str = "demo") -> Iterator[Step]:
                lambda: two_step("control_restart_agent"))
 
     yield from a2a_steps(tok, ok)
+    yield from a2a_bridge_steps(tok, ok, network)
     yield from ag2_steps(tok)
 
 
@@ -695,6 +696,108 @@ def a2a_steps(tok: dict[str, str], ok: Callable[..., dict[str, Any]], network: s
         rpc("CancelTask", {"id": task_id})
 
     yield Step("a2a CancelTask (accepted, one claim released)", "a2a_rpc", False, cancel)
+
+
+class LoopbackA2A:
+    """A remote A2A 1.0 agent on 127.0.0.1 for the bridge's steps (a daemon thread): its card at
+    ``/card``, JSON-RPC at ``/rpc``; SendMessage makes a task in ``state`` (SUBMITTED), GetTask
+    answers its current ``state`` (set by the step, with one URL artifact once COMPLETED),
+    CancelTask cancels it. The tests drive the SDK's own server (tests/e2e/test_a2a_bridge_e2e.py);
+    this one only has to be there while the DynamoDB requests are counted."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.state = "TASK_STATE_SUBMITTED"
+        self.tasks: dict[str, str] = {}
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _send(self, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._send({"name": "ci-remote", "description": "", "version": "1", "supportedInterfaces": [
+                    {"url": f"{outer.base}/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]})
+
+            def do_POST(self) -> None:  # noqa: N802
+                req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                params = req["params"]
+                if req["method"] == "SendMessage":
+                    task_id = uuid.uuid4().hex
+                    outer.tasks[task_id] = "TASK_STATE_SUBMITTED"
+                else:
+                    task_id = params["id"]
+                    outer.tasks[task_id] = "TASK_STATE_CANCELED" if req["method"] == "CancelTask" else outer.state
+                task = {"id": task_id, "contextId": "ctx", "status": {"state": outer.tasks[task_id]}}
+                if outer.tasks[task_id] == "TASK_STATE_COMPLETED":
+                    task["artifacts"] = [{"artifactId": "a1", "name": "report", "parts": [
+                        {"url": "https://example.com/reports/1.html"}]}]
+                self._send({"jsonrpc": "2.0", "id": req["id"],
+                            "result": {"task": task} if req["method"] == "SendMessage" else task})
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def a2a_bridge_steps(tok: dict[str, str], ok: Callable[..., dict[str, Any]], network: str = "demo") -> Iterator[Step]:
+    """The A2A bridge (docs/protocol.md 13.4): a remote agent ``ci-remote`` joins the network
+    (``a2a:`` in a spec applied now); the scheduled bridge reads its card with nothing offered,
+    sends a task the planner delegated to it, polls it while the remote works, mirrors its
+    completion (the artifact published, the task completed), and turns a Relaynet cancel into
+    CancelTask."""
+    from relaynet_local.lambdas import LambdaContext, load_handler
+
+    from relaynet import admin, clock
+
+    remote = LoopbackA2A()
+    state: dict[str, Any] = {"at": clock.now_ms()}
+    with push_env():
+        admin.apply_spec(f"network: {network}\nagents:\n  - name: ci-remote\n    a2a: {{url: '{remote.base}/card'}}\n")
+
+    def bridge(later_ms: int, **expect: int) -> None:
+        state["at"] += later_ms
+        with push_env(), clock_at(state["at"]):
+            stats = load_handler(FUNCTIONS, "a2a_bridge.handler")({"source": "aws.events"},
+                                                                 LambdaContext("a2a_bridge", 120.0, 512))
+        assert {key: stats[key] for key in expect} == expect, stats
+
+    def delegate(objective: str) -> None:
+        state["task"] = ok("network_delegate", {"toAgent": "ci-remote", "objective": objective}, "planner0",
+                           str(uuid.uuid4()))["taskId"]
+
+    bridge(0, members=1)  # the first run after the apply also records the member's status
+    yield Step("a2a_bridge (a member, nothing offered; a minute on)", "a2a_bridge", True,
+               lambda: bridge(61_000, members=1, sent=0))
+    delegate("Quarantine the flaky tests")
+    yield Step("a2a_bridge (an offer accepted, sent with SendMessage)", "a2a_bridge", False,
+               lambda: bridge(1000, sent=1))
+    remote.state = "TASK_STATE_WORKING"
+    yield Step("a2a_bridge (a poll: the remote started work)", "a2a_bridge", False,
+               lambda: bridge(3000, polled=1, moved=1))
+    remote.state = "TASK_STATE_COMPLETED"
+    yield Step("a2a_bridge (a poll: completed, its artifact published)", "a2a_bridge", False,
+               lambda: bridge(3000, polled=1, moved=1))
+    remote.state = "TASK_STATE_WORKING"
+    delegate("Bisect the nightly failure")
+
+    def cancelled() -> None:
+        bridge(1000, sent=1)
+        ok("network_task_update", {"taskId": state["task"], "status": "cancelled", "reason": "not needed"}, "planner0")
+
+    cancelled()
+    yield Step("a2a_bridge (cancelled in Relaynet: CancelTask)", "a2a_bridge", False,
+               lambda: bridge(3000, cancelled=1))
 
 
 def ag2_event(route: str, connection_id: str, body: Any = None) -> dict[str, Any]:
@@ -833,6 +936,10 @@ def measure(steps: Iterator[Step], meter: Meter) -> list[tuple[Step, dict[str, U
     return out
 
 
+#: Functions a schedule runs, not a caller: no API Gateway request, not in the tool calls' mix.
+SCHEDULED = ("sweep", "push_retry", "a2a_bridge")
+
+
 def table_markdown(results: list[tuple[Step, dict[str, Usage]]], typical_only: bool = True) -> str:
     rows = ["| call | DynamoDB requests | RRU | WRU | DynamoDB $ | Lambda $ | API $ | total $ per million |",
             "|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -841,10 +948,10 @@ def table_markdown(results: list[tuple[Step, dict[str, Usage]]], typical_only: b
         if typical_only and not step.typical:
             continue
         use = usage.get(step.tool, Usage())
-        api = PRICES["http_api_per_million"] if step.tool != "sweep" else 0.0
+        api = PRICES["http_api_per_million"] if step.tool not in SCHEDULED else 0.0
         dd, lam = ddb_cost(use) * 1e6, lambda_cost(use.requests) * 1e6
         total = dd + lam + api
-        if step.tool != "sweep" and step.typical:
+        if step.tool not in SCHEDULED and step.typical:
             totals.append(total)
         ops = ", ".join(f"{op} {n}" for op, n in sorted(use.ops.items()))
         rows.append(f"| `{step.label}` | {use.requests} ({ops}) | {use.rru:g} | {use.wru:g} | {dd:.2f} | "

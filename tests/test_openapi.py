@@ -18,7 +18,7 @@ from tests.conftest import ROOT
 COMMITTED = ROOT / "docs" / "openapi.json"
 FUNCTIONS = ROOT / "functions"
 #: Handler files that are not tools, and the routes they serve (None: no route).
-NOT_TOOLS = {"authorizer": (), "sweep": (), "notifier": (), "push_retry": (), "health": ("GET /v1/health",),
+NOT_TOOLS = {"authorizer": (), "sweep": (), "notifier": (), "push_retry": (), "a2a_bridge": (), "health": ("GET /v1/health",),
              "openapi": ("GET /v1/openapi.json",), "ui": ("GET /v1/ui", "GET /v1/ui/{asset}"),
              # the AG2 wire's functions serve the WebSocket API, not HTTP routes (docs/protocol.md 12)
              "ag2_connection": (), "ag2_frames": (), "ag2_keepalive": (), "ag2_notifier": (),

@@ -155,12 +155,13 @@ def test_the_stage_throttles_every_route_with_parameters(template):
     assert params["ThrottleBurstLimit"] > 0 and params["ThrottleRateLimit"] > 0
 
 
-def test_sweep_and_push_retries_run_every_minute_and_the_ag2_keepalive_well_inside_the_idle_timeout(template):
+def test_sweep_push_retries_and_the_a2a_bridge_run_every_minute_and_the_ag2_keepalive_inside_the_idle_timeout(template):
     """The AG2 keepalive pings connections silent 4 minutes every 2 minutes: a quiet connection
-    hears from the hub within 6 minutes, inside API Gateway's 10-minute idle timeout."""
+    hears from the hub within 6 minutes, inside API Gateway's 10-minute idle timeout. The A2A
+    bridge's minute is also the most a task offered to a remote A2A agent waits to be sent."""
     assert sorted((s.function.handler, s.expression) for s in template.schedules) == [
-        ("ag2_keepalive.handler", "rate(2 minutes)"), ("push_retry.handler", "rate(1 minute)"),
-        ("sweep.handler", "rate(1 minute)")]
+        ("a2a_bridge.handler", "rate(1 minute)"), ("ag2_keepalive.handler", "rate(2 minutes)"),
+        ("push_retry.handler", "rate(1 minute)"), ("sweep.handler", "rate(1 minute)")]
 
 
 def test_the_notifier_reads_new_mailbox_entries_from_the_stream_with_partial_batch_failures_and_a_dlq():
@@ -361,8 +362,8 @@ def test_sam_translates_the_template_with_the_authorizer_permission_and_one_role
     roles = [lid for lid, r in out.items() if r["Type"] == "AWS::IAM::Role"]
     assert len(roles) == len(functions) == len(handler_files())
     rules = [r for r in out.values() if r["Type"] == "AWS::Events::Rule"]
-    assert sorted(r["Properties"]["ScheduleExpression"] for r in rules) == ["rate(1 minute)"] * 2 + [
-        "rate(2 minutes)"]  # sweep, push retry; the AG2 keepalive
+    assert sorted(r["Properties"]["ScheduleExpression"] for r in rules) == ["rate(1 minute)"] * 3 + [
+        "rate(2 minutes)"]  # sweep, push retry, A2A bridge; the AG2 keepalive
     mappings = [r["Properties"] for r in out.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
     assert sorted(m["FunctionName"]["Ref"] for m in mappings) == ["Ag2NotifierFunction", "NotifierFunction"]
     role = out["NotifierFunctionRole"]["Properties"]

@@ -18,6 +18,7 @@ from relaynet.errors import InvalidArgument, NotFound
 from relaynet.identity import REPRESENTATIVE_PREFIX, Principal, launch_instance, mint_token, token_item
 from relaynet.models.common import NAME_PATTERN
 from relaynet.resources import normalise as normalise_resource
+from relaynet.store import a2a as a2a_store
 from relaynet.store import keys as k
 from relaynet.store import table as t
 
@@ -63,6 +64,16 @@ class PushSpec(_Spec):
 
     url: Annotated[str, Field(min_length=1, max_length=2048)]
     token: Annotated[str, Field(min_length=16, max_length=256)]
+    authentication: Optional[PushAuthenticationSpec] = None
+
+
+class A2AMemberSpec(_Spec):
+    """A definition's ``a2a:`` entry (docs/protocol.md 13.4, issue 28 part 3): the agent is a remote
+    A2A 1.0 agent whose Agent Card is at ``url``; ``authentication`` (A2A's ``AuthenticationInfo``:
+    ``Authorization: <schemes[0]> <credentials>``) goes with every request to it. The credentials
+    are stored, never shown (relaynet.push.public_config)."""
+
+    url: Annotated[str, Field(min_length=1, max_length=2048)]
     authentication: Optional[PushAuthenticationSpec] = None
 
 
@@ -114,6 +125,7 @@ class AgentSpec(_Spec):
     inbound_from: list[str] = ["*"]
     push: Optional[PushSpec] = None
     launch: Optional[LaunchSpec] = None
+    a2a: Optional[A2AMemberSpec] = None
 
 
 class GroupSpec(_Spec):
@@ -180,6 +192,11 @@ def _check(specs: list[NetworkSpec], check_store: bool) -> None:
         for i, agent in enumerate(spec.agents):
             if agent.push is not None:
                 check_url(agent.push.url, f"{spec.network}.agents[{i}].push.url")
+            if agent.a2a is not None:
+                check_url(agent.a2a.url, f"{spec.network}.agents[{i}].a2a.url")
+                if agent.launch is not None or agent.instances > 1:
+                    raise InvalidArgument(f"network {spec.network}: agent {agent.name} is an A2A agent (a2a:): the hub "
+                                          "runs its one instance, so it takes neither launch: nor instances above 1")
         for group in spec.groups:
             unknown = set(group.members) - agents
             if unknown:
@@ -266,7 +283,14 @@ def _apply_network(net_id: str, spec: NetworkSpec) -> dict[str, list[dict[str, s
     existing = [i for i in t.query(pk, sk_prefix="INST#")]
     created: dict[str, list[dict[str, str]]] = {}
     for agent in spec.agents:
-        have = sum(1 for i in existing if i["agent"] == agent.name)
+        mine = [i for i in existing if i["agent"] == agent.name]
+        if agent.a2a is not None:  # the bridge's instance: no token (relaynet.a2a.bridge)
+            a2a_store.register(net_id, agent.name, mine)
+            continue
+        for inst in mine:
+            if inst.get("bridge"):
+                a2a_store.unregister(net_id, inst["id"])
+        have = len(mine)
         for _ in range(max(0, agent.instances - have)):
             created.setdefault(agent.name, []).append(launch_instance(net_id, agent.name))
     return created

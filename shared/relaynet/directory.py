@@ -68,7 +68,9 @@ def load(network_id: str) -> Directory:
 
 def agent_view(agent: dict[str, Any]) -> dict[str, Any]:
     """``{name, description, capabilities, groups, responsibilities}`` of a definition, plus
-    ``push: {url, authentication?}`` when it has a push endpoint (never its token)."""
+    ``push: {url, authentication?}`` when it has a push endpoint (never its token), and
+    ``a2a: {url, authentication?}`` when it is a remote A2A agent (docs/protocol.md 13.4; never
+    its credentials)."""
     from relaynet.push import public_config
 
     out = {
@@ -80,6 +82,8 @@ def agent_view(agent: dict[str, Any]) -> dict[str, Any]:
     }
     if agent.get("push"):
         out["push"] = public_config(agent["push"])
+    if agent.get("a2a"):
+        out["a2a"] = public_config(agent["a2a"])
     return out
 
 
@@ -88,7 +92,8 @@ def instance_view(inst: dict[str, Any], now_ms: int, agent: dict[str, Any] | Non
     ``push`` (relaynet.push.status_view: the endpoint in force for it and the last delivery's
     status and failures) when it has an endpoint (its own or its definition ``agent``'s) or has
     had a delivery, and ``supervisor`` (relaynet.supervision.view: its run state) when a
-    supervisor has reported on it."""
+    supervisor has reported on it, and ``a2a: {ok, error?, at}`` (relaynet.a2a.bridge: whether
+    the hub last read the remote's card) for an A2A member's instance."""
     from relaynet.push import status_view
 
     out = {
@@ -105,6 +110,8 @@ def instance_view(inst: dict[str, Any], now_ms: int, agent: dict[str, Any] | Non
     supervised = supervision.view(inst.get("supervisor"), now_ms, inst.get("supervisorLastRun"))
     if supervised is not None:
         out["supervisor"] = supervised
+    if inst.get("a2a"):
+        out["a2a"] = dict(inst["a2a"])
     return out
 
 
@@ -140,14 +147,19 @@ def discover(principal: Principal, req: DiscoverRequest, recent_tasks: list[dict
         insts = sorted(d.instances_of(name), key=lambda i: i["id"])
         for inst in insts:
             caps += [{**c, "source": "instance", "instanceId": inst["id"]} for c in inst.get("capabilities", [])]
-        agents.append({
+        entry = {
             "name": name,
             "description": agent.get("description", ""),
             "groups": agent.get("groups", []),
             "capabilities": caps,
             "instances": [{"id": i["id"], "availability": availability(i, now), "lastSeenAt": clock.iso(int(i["lastSeenAt"]))}
                           for i in insts],
-        })
+        }
+        if agent.get("a2a"):  # a remote A2A agent (docs/protocol.md 13.4): its card, never its credentials
+            from relaynet.push import public_config
+
+            entry["a2a"] = public_config(agent["a2a"])
+        agents.append(entry)
     result: dict[str, Any] = {
         "agents": agents,
         "groups": [{"slug": s, "members": g.get("members", [])} for s, g in sorted(d.groups.items())],

@@ -1,0 +1,88 @@
+"""The A2A bridge's repository (issue 28 part 3, docs/protocol.md 13.4): where the hub keeps the
+remote A2A agents that are members of a network and the remote tasks it follows for them.
+
+- ``A2A#MEMBERS`` / ``<net>#<instance>``: one item per A2A member's instance, ``{networkId,
+  agent, instanceId}``, so a bridge run finds every member in one Query. Written by
+  ``relaynet admin apply`` (:func:`register`), never on a request's path.
+- ``A2A#OUT#<net>#<instance>`` / ``<taskId>``: one *remote record* per Relaynet task the member
+  took, ``{taskId, sent, remoteTaskId?, contextId?, state?, delayMs, nextPollAt, artifacts,
+  lastError?}``, deleted once the task is settled on both sides. Its conditional put is the
+  dispatch's lease: of two overlapping bridge runs only one sends a task.
+
+relaynet.a2a.bridge decides what these mean; this module only knows where they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relaynet import clock, ids
+from relaynet.store import keys as k
+from relaynet.store import table as t
+
+MEMBERS_PK = "A2A#MEMBERS"
+
+
+def _out_pk(net: str, inst_id: str) -> str:
+    return f"A2A#OUT#{net}#{inst_id}"
+
+
+def members() -> list[dict[str, Any]]:
+    """Every A2A member's registry item (one strongly consistent Query, paged)."""
+    return t.query(MEMBERS_PK)
+
+
+def register(net: str, agent: str, existing_instances: list[dict[str, Any]]) -> str | None:
+    """Make ``agent`` of ``net`` an A2A member: its one instance (no token: the hub's bridge acts
+    as it) and its registry item. ``existing_instances`` are the agent's instance items already
+    stored; the first one is kept. Returns the new instance's id, or None when it had one."""
+    now = clock.now_ms()
+    if existing_instances:
+        inst_id = sorted(existing_instances, key=lambda i: i["createdAt"])[0]["id"]
+        t.update(*k.instance(net, inst_id), "SET bridge = :b", condition="attribute_exists(PK)", b="a2a")
+        t.put({"PK": MEMBERS_PK, "SK": f"{net}#{inst_id}", "networkId": net, "agent": agent, "instanceId": inst_id})
+        return None
+    inst_id = ids.new_id("inst")
+    pk, sk = k.instance(net, inst_id)
+    t.transact([
+        t.tx_put({"PK": pk, "SK": sk, "type": "instance", "id": inst_id, "agent": agent, "status": "available",
+                  "bridge": "a2a", "capabilities": [], "createdAt": clock.iso(now), "lastSeenAt": now},
+                 "attribute_not_exists(PK)"),
+        t.tx_put({"PK": MEMBERS_PK, "SK": f"{net}#{inst_id}", "networkId": net, "agent": agent, "instanceId": inst_id}),
+        t.tx_check(*k.agent(net, agent), "attribute_exists(PK)"),
+    ])
+    return inst_id
+
+
+def unregister(net: str, inst_id: str) -> None:
+    """The member is no longer an A2A agent (its definition lost ``a2a:``): drop its registry item."""
+    t.delete_if(MEMBERS_PK, f"{net}#{inst_id}", "attribute_exists(SK)")
+
+
+def remotes(net: str, inst_id: str) -> list[dict[str, Any]]:
+    """The member's remote records, by task id (one Query, paged)."""
+    return t.query(_out_pk(net, inst_id))
+
+
+def take(net: str, inst_id: str, task_id: str, now_ms: int) -> dict[str, Any] | None:
+    """The new remote record of ``task_id`` (``sent`` false, due now), or None when another run
+    already holds one (a conditional put)."""
+    rec = {"PK": _out_pk(net, inst_id), "SK": task_id, "taskId": task_id, "sent": False, "delayMs": 0,
+           "nextPollAt": now_ms, "artifacts": [], "createdAt": clock.iso(now_ms)}
+    return rec if t.put(rec, "attribute_not_exists(PK)") else None
+
+
+def save(rec: dict[str, Any]) -> None:
+    """Store ``rec`` as it is now (the bridge is its only writer, one run per record at a time)."""
+    t.put(rec)
+
+
+def drop(rec: dict[str, Any]) -> None:
+    """Delete the remote record: its task is settled."""
+    t.delete_if(rec["PK"], rec["SK"], "attribute_exists(SK)")
+
+
+def set_status(net: str, inst_id: str, status: dict[str, Any]) -> None:
+    """The member instance's ``a2a`` status block (``{ok, error?, at}``), shown by
+    relaynet.directory.instance_view."""
+    t.update(*k.instance(net, inst_id), "SET a2a = :s", condition="attribute_exists(PK)", s=status)
