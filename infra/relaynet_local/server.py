@@ -38,8 +38,10 @@ What it does, in the order :meth:`LocalStack.start` does it:
    Beside the template's routes, ``GET /v1/events`` streams an instance's events as Server-Sent
    Events (relaynet_local.event_stream; the HTTP API cannot stream, docs/protocol.md 10.6),
    authorised by the same authorizer and cache.
-6. Runs every scheduled function of the template every ``sweep_interval`` seconds (errors are
-   logged, never fatal; ``sweep_interval <= 0`` disables the timer).
+6. Runs every scheduled function of the template every ``sweep_interval`` seconds, each on its
+   own timer thread as each is its own Lambda in AWS, so the A2A bridge waiting on a slow remote
+   never delays the routing sweep (errors are logged, never fatal; ``sweep_interval <= 0``
+   disables the timers).
 7. Writes ``<state_dir>/local.json``: ``{"url", "dynamodbEndpoint", "table", "pid", "store",
    "storePid"}`` (removed again by :meth:`LocalStack.stop`).
 
@@ -430,7 +432,7 @@ class LocalStack:
         self._threads: list[threading.Thread] = []
         self._stopping = threading.Event()
         self._saved_env: dict[str, str | None] = {}
-        self._sweep_lock = threading.Lock()
+        self._schedule_locks: dict[str, threading.Lock] = {}  # one per scheduled function
         self.ag2: Ag2Gateway | None = None
         self.ag2_url = ""
         self.push_at_write: Any = None  # relaynet_local.streams.WriteNotifier, once started
@@ -472,8 +474,10 @@ class LocalStack:
             os.environ["RELAYNET_AG2_MANAGEMENT_URL"] = f"{self.url}/{AG2_STAGE}"
             self._spawn("relaynet-local-http", self._http.serve_forever)
             self._serving = True
-            if self.sweep_interval > 0 and self.template.schedules:
-                self._spawn("relaynet-local-sweep", self._sweep_loop)
+            if self.sweep_interval > 0:  # each function on its own timer, as each is its own Lambda in AWS:
+                for schedule in self.template.schedules:  # a slow A2A remote never holds up the sweep
+                    self._spawn(f"relaynet-local-{schedule.function.logical_id}",
+                                lambda schedule=schedule: self._schedule_loop(schedule))
             from relaynet_local.streams import StreamRunner, WriteNotifier  # the stream functions (notifiers)
 
             self._streams = StreamRunner(self.template, str(self.dynamodb_endpoint), self.table, self.invoke).start()
@@ -556,18 +560,22 @@ class LocalStack:
             self._barrier.settle()
 
     def sweep_once(self) -> int:
-        """Run every scheduled function once (runs never overlap); returns how many failed."""
-        failures = 0
-        with self._sweep_lock:
-            for schedule in self.template.schedules:
-                if is_wire_function(schedule.function.handler) and not self._ag2_installed:
-                    continue  # the AG2 wire is off (_preload said so once)
-                try:
-                    self.invoke(schedule.function, events.schedule_event(schedule.function.logical_id))
-                except Exception:  # noqa: BLE001 - logged, never fatal
-                    failures += 1
-                    log.exception("scheduled function %s failed", schedule.function.logical_id)
-        return failures
+        """Run every scheduled function once (a function's runs never overlap); returns how many
+        failed."""
+        return sum(not self._run_schedule(schedule) for schedule in self.template.schedules)
+
+    def _run_schedule(self, schedule: Any) -> bool:
+        """One run of ``schedule``'s function unless one is in progress; False if it raised."""
+        if is_wire_function(schedule.function.handler) and not self._ag2_installed:
+            return True  # the AG2 wire is off (_preload said so once)
+        lock = self._schedule_locks.setdefault(schedule.function.logical_id, threading.Lock())
+        with lock:
+            try:
+                self.invoke(schedule.function, events.schedule_event(schedule.function.logical_id))
+            except Exception:  # noqa: BLE001 - logged, never fatal
+                log.exception("scheduled function %s failed", schedule.function.logical_id)
+                return False
+        return True
 
     def check_spec(self, text: str) -> None:
         """Validate a network spec as :meth:`apply_spec` will, without the store (call it before
@@ -614,9 +622,9 @@ class LocalStack:
         thread.start()
         self._threads.append(thread)
 
-    def _sweep_loop(self) -> None:
+    def _schedule_loop(self, schedule: Any) -> None:
         while not self._stopping.wait(self.sweep_interval):
-            self.sweep_once()
+            self._run_schedule(schedule)
 
     def _environment(self) -> tuple[dict[str, str], dict[str, str]]:
         """``(forced, defaults)``: variables to set, and variables to set only if unset."""
