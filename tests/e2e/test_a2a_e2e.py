@@ -220,6 +220,18 @@ BAD_REQUESTS = [
     ({"jsonrpc": "2.0", "method": "CreateTaskPushNotificationConfig", "id": 1, "params": {}}, {}, -32003),
     ({"jsonrpc": "2.0", "method": "GetTask", "id": 1, "params": {"id": "task_00000000000000000000000000"}}, {}, -32001),
     ({"jsonrpc": "2.0", "method": "GetTask", "id": 1, "params": {"historyLength": -1, "id": "t"}}, {}, -32602),
+    ({"jsonrpc": "2.0", "method": "SendMessage", "id": 1,  # a client speaks as the user
+      "params": {"message": {"messageId": "x", "role": "KING", "parts": [{"text": "hello"}]}}}, {}, -32602),
+    ({"jsonrpc": "2.0", "method": "SendMessage", "id": 1,
+      "params": {"message": {"messageId": "x", "parts": [{"text": "hello"}]}}}, {}, -32602),
+    ({"jsonrpc": "2.0", "method": "SendMessage", "id": 1,  # a part is a oneof
+      "params": {"message": {"messageId": "x", "role": "ROLE_USER", "parts": [{"text": "a", "url": "https://e.com"}]}}},
+     {}, -32602),
+    ({"jsonrpc": "2.0", "method": "SendMessage",  # a notification: nobody would hear the answer
+      "params": {"message": {"messageId": "x", "role": "ROLE_USER", "parts": [{"text": "hello"}]}}}, {}, -32600),
+    ("[" * 5000 + "]" * 5000, {}, -32600),  # deeper than Python's own recursion limit
+    (b'{"jsonrpc": "2.0", "method": "SendMessage", "id": 1, "params": {"message": {"messageId": "x", '
+     b'"role": "ROLE_USER", "parts": [{"text": "caf\xe9"}]}}}', {}, -32700),  # Latin-1, not UTF-8
 ]
 
 
@@ -241,3 +253,26 @@ def test_the_transport_answers_for_the_token_and_the_endpoint(hub):
     assert missing.status_code == 404 and missing.json()["id"] == 7
     other = raw(hub, hub.token("planner"), body, path="/a2a/elsewhere/coder")
     assert other.status_code == 404
+    for path in (f"/a2a/demo/{'c' * 3000}", f"/a2a/{'d' * 3000}/coder", "/a2a/demo/CODER"):  # never a name: no read
+        assert raw(hub, hub.token("planner"), body, path=path).status_code == 404, path
+    for path in (f"/a2a/demo/{'c' * 3000}/.well-known/agent-card.json", f"/a2a/{'d' * 3000}"):
+        assert httpx.get(f"{hub.url}{path}", timeout=10).status_code == 404, path
+
+
+def test_a_retry_with_another_configuration_answers_the_first_response(hub):
+    msg = {"messageId": "retry-config-1", "role": "ROLE_USER", "parts": [{"text": "Tidy the changelog"}]}
+    first = raw(hub, hub.token("planner"), {"jsonrpc": "2.0", "method": "SendMessage", "id": 1, "params": {
+        "message": msg}}).json()["result"]["task"]
+    again = raw(hub, hub.token("planner"), {"jsonrpc": "2.0", "method": "SendMessage", "id": 2, "params": {
+        "message": msg, "configuration": {"historyLength": 1, "acceptedOutputModes": ["text/plain"]}}}).json()
+    assert again["result"]["task"]["id"] == first["id"]
+    changed = raw(hub, hub.token("planner"), {"jsonrpc": "2.0", "method": "SendMessage", "id": 3, "params": {
+        "message": {**msg, "parts": [{"text": "Something else"}]}}}).json()
+    assert changed["error"]["code"] == -32600 and changed["error"]["data"]["relaynet"]["code"] == "conflict", changed
+
+
+def test_a_card_names_only_a_scheme_and_an_authority(hub):
+    card = httpx.get(f"{hub.url}/a2a/demo/coder/.well-known/agent-card.json", timeout=10,
+                     headers={"X-Forwarded-Proto": "javascript", "Host": "evil.example/<x>"}).json()
+    url = card["supportedInterfaces"][0]["url"]
+    assert url.startswith("http://") and "evil" not in url and url.endswith("/a2a/demo/coder"), url

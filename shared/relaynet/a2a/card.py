@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from relaynet import __version__
-from relaynet.a2a.wire import PROTOCOL_VERSION
+from relaynet.a2a.wire import PROTOCOL_VERSION, is_name
 from relaynet.directory import load
 from relaynet.errors import NotFound
 from relaynet.store import directory as dir_store
@@ -53,18 +53,18 @@ def card(origin: str, network: str, agent: dict[str, Any]) -> dict[str, Any]:
 def agent_card(origin: str, network: str, agent_name: str) -> dict[str, Any]:
     """The card of ``agent_name`` in network ``network`` (names). Raises NotFound (no such
     network or agent). Two GetItems."""
-    net = dir_store.network_id(network)
+    net = dir_store.network_id(network) if is_name(network) and is_name(agent_name) else None
     agent = dir_store.agent(net, agent_name) if net else None
     if agent is None:
-        raise NotFound(f"no agent {agent_name!r} in network {network!r}")
+        raise NotFound(f"no agent {agent_name[:64]!r} in network {network[:64]!r}")
     return card(origin, network, agent)
 
 
 def network_cards(origin: str, network: str) -> dict[str, Any]:
     """``{"network": name, "agents": [card, ...]}`` by agent name. Raises NotFound (no such
     network). A GetItem and the directory's Query."""
-    net = dir_store.network_id(network)
+    net = dir_store.network_id(network) if is_name(network) else None
     if net is None:
-        raise NotFound(f"no network {network!r}")
+        raise NotFound(f"no network {network[:64]!r}")
     d = load(net)
     return {"network": network, "agents": [card(origin, network, d.agents[n]) for n in sorted(d.agents)]}

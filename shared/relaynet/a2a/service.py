@@ -36,17 +36,17 @@ def bind(principal: Principal, network: str, agent: str) -> Principal:
     token of that network as itself, a representative bound to the network. Raises NotFound (no
     such network, agent, or not the instance's network; no grant on it) and PermissionDenied (a
     representative below ``delegate``: PROTOCOL.md 6)."""
-    net = dir_store.network_id(network)
+    net = dir_store.network_id(network) if wire.is_name(network) else None
     if principal.kind == "instance":
         if net is None or net != principal.network_id:
-            raise NotFound(f"no network {network!r} for this token")
+            raise NotFound(f"no network {network[:64]!r} for this token")
         bound = principal
     else:
         if net is None:
-            raise NotFound(f"no network {network!r} for this representative")
+            raise NotFound(f"no network {network[:64]!r} for this representative")
         _, bound = scope(principal, net, "delegate")
-    if dir_store.agent(bound.network_id, agent) is None:
-        raise NotFound(f"no agent {agent!r} in network {network!r}")
+    if not wire.is_name(agent) or dir_store.agent(bound.network_id, agent) is None:
+        raise NotFound(f"no agent {agent[:64]!r} in network {network!r}")
     return bound
 
 
@@ -69,8 +69,18 @@ def _texts(message: wire.Message) -> list[str]:
     return texts
 
 
-def _invalid(exc: ValidationError, prefix: str) -> A2AError:
-    fields = [{"field": ".".join([prefix, *(str(p) for p in e["loc"])]), "message": e["msg"]} for e in exc.errors()]
+def _part_field(loc: tuple) -> str:
+    """Where in the message a DelegateRequest/AskRequest field came from: the objective and the
+    body are the first text part, criterion ``i`` the part ``i + 1``."""
+    if loc[:1] == ("acceptanceCriteria",) and len(loc) > 1 and isinstance(loc[1], int):
+        return f"message.parts[{loc[1] + 1}]"
+    if loc[:1] in (("objective",), ("body",)):
+        return "message.parts[0]"
+    return "message.parts"
+
+
+def _invalid(exc: ValidationError) -> A2AError:
+    fields = [{"field": _part_field(tuple(e["loc"])), "message": e["msg"]} for e in exc.errors()]
     return A2AError(wire.INVALID_PARAMS, "invalid params: " + "; ".join(f"{f['field']}: {f['message']}" for f in fields),
                     {"fields": fields})
 
@@ -104,7 +114,7 @@ def send_message(p: Principal, agent: str, params: wire.SendMessageParams) -> di
         try:
             req = DelegateRequest(objective=texts[0], acceptanceCriteria=texts[1:] or None, toAgent=agent)
         except ValidationError as exc:
-            raise _invalid(exc, "message.parts") from None
+            raise _invalid(exc) from None
         task_id = tasks.delegate(p, req)["taskId"]
         task, artifacts = _task(net, task_id, agent)
         return {"task": _view(net, task, artifacts, history_length)}
@@ -116,7 +126,7 @@ def send_message(p: Principal, agent: str, params: wire.SendMessageParams) -> di
     try:
         req = AskRequest(body="\n\n".join(texts), threadId=task["threadId"], taskId=task["id"], **to)
     except ValidationError as exc:
-        raise _invalid(exc, "message.parts") from None
+        raise _invalid(exc) from None
     messaging.ask(p, req)
     task, artifacts = _task(net, task["id"], agent)
     return {"task": _view(net, task, artifacts, history_length)}

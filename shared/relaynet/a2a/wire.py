@@ -10,11 +10,13 @@ act on are accepted and ignored, as a ProtoJSON reader of a newer minor version 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+import re
+from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from relaynet import clock
+from relaynet.models.common import NAME_PATTERN
 
 PROTOCOL_VERSION = "1.0"
 
@@ -78,12 +80,23 @@ REFUSED: dict[str, tuple[int, str]] = {
 }
 
 
+_NAME = re.compile(NAME_PATTERN)
+
+
+def is_name(value: str) -> bool:
+    """Whether ``value`` can be a network or agent name (PROTOCOL.md 9's pattern): a path segment
+    that is not cannot name anything, so it is a 404 before any read (a key over DynamoDB's
+    2048 bytes would otherwise fail the read itself)."""
+    return bool(_NAME.fullmatch(value))
+
+
 class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
 
 
 class Part(_Lenient):
-    """A message part; Relaynet tasks take ``text`` parts only (others: ContentTypeNotSupported)."""
+    """A message part: exactly one of ``text``, ``raw``, ``url``, ``data`` (a2a.proto's oneof);
+    Relaynet tasks take ``text`` parts only (others: ContentTypeNotSupported)."""
 
     text: Optional[str] = None
     raw: Optional[str] = None
@@ -92,13 +105,20 @@ class Part(_Lenient):
     mediaType: Optional[str] = None
     filename: Optional[str] = None
 
+    @model_validator(mode="after")
+    def _one_content(self) -> "Part":
+        given = [name for name in ("text", "raw", "url", "data") if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise ValueError(f"a part holds one of text, raw, url, data, not {' and '.join(given)}")
+        return self
+
 
 class Message(_Lenient):
     """A2A ``Message``: ``messageId`` (the idempotency key of SendMessage), ``taskId`` (a follow-up),
-    ``contextId``, ``role``, ``parts`` (1..21)."""
+    ``contextId``, ``role`` (``ROLE_USER``: a client sends to the agent), ``parts`` (1..21)."""
 
     messageId: Annotated[str, Field(min_length=1, max_length=255)]
-    role: Optional[str] = None
+    role: Literal["ROLE_USER"]
     parts: Annotated[list[Part], Field(min_length=1, max_length=21)]
     taskId: Optional[str] = None
     contextId: Optional[str] = None

@@ -11,12 +11,14 @@ served: 0.3's UnsupportedOperationError -32004; another version -32009), names a
 the method. No malformed request writes anything.
 
 ``SendMessage`` runs at most once per ``message.messageId`` and caller (relaynet.http.idempotency,
-as an ``Idempotency-Key``): a retry within the hour answers the first response.
+as an ``Idempotency-Key`` over the message, not the configuration): a retry within the hour
+answers the first response; the same id with another message is -32600.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
@@ -48,12 +50,20 @@ def _reply(status: int, rpc_id: Any, *, result: Any = None, error: A2AError | No
     return {"statusCode": status, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
 
 
+_HOST = re.compile(r"[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?")
+
+
 def origin(event: dict[str, Any]) -> str:
-    """``scheme://host`` the caller reached: ``X-Forwarded-Proto`` (API Gateway sets https) or
-    http, and the Host header (or the request context's domain name)."""
+    """``scheme://host`` the caller reached: ``X-Forwarded-Proto`` when it is ``https`` (API
+    Gateway sets it) else http, and the Host header when it is a ``host[:port]`` (else the request
+    context's domain name): what goes into a card is never more than a scheme and an authority."""
     headers = event.get("headers") or {}
-    host = headers.get("host") or (event.get("requestContext") or {}).get("domainName") or "localhost"
-    return f"{headers.get('x-forwarded-proto') or 'http'}://{host}"
+    host = headers.get("host") or ""
+    if not _HOST.fullmatch(host):  # not a host[:port]: the domain API Gateway was reached at
+        host = (event.get("requestContext") or {}).get("domainName") or ""
+        host = host if _HOST.fullmatch(host) else "localhost"
+    scheme = "https" if (headers.get("x-forwarded-proto") or "").strip().lower() == "https" else "http"
+    return f"{scheme}://{host}"
 
 
 def _version(headers: dict[str, str]) -> None:
@@ -76,22 +86,30 @@ def _request(event: dict[str, Any]) -> tuple[Any, str, dict[str, Any]]:
     if event.get("isBase64Encoded") and body:
         import base64
 
-        body = base64.b64decode(body).decode("utf-8", errors="replace")
+        try:
+            body = base64.b64decode(body).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise A2AError(wire.JSON_PARSE, f"parse error: the body is not UTF-8 (byte {exc.start})") from None
     if len(body.encode("utf-8", errors="surrogatepass")) > MAX_BODY_BYTES:
         raise PayloadTooLarge(f"request body is over {MAX_BODY_BYTES // 1024} KiB")
     try:
         parsed = parse_body(body)
     except InvalidArgument as exc:
         try:
-            json.loads(body)
+            doc = json.loads(body)
+        except RecursionError:  # JSON nested past Python's own limit: certainly not a request object
+            doc = None
         except ValueError:
             raise A2AError(wire.JSON_PARSE, f"parse error: {exc.message}") from None
         # JSON, but not one request object (a batch, a scalar, a duplicate key, ...): not served
-        raise A2AError(wire.INVALID_REQUEST, f"invalid request: {exc.message} (one JSON-RPC request object per "
-                       "body; batches are not served)") from None
+        hint = " (one JSON-RPC request object per body; batches are not served)" if isinstance(doc, list) else ""
+        raise A2AError(wire.INVALID_REQUEST, f"invalid request: {exc.message}{hint}") from None
     rpc_id = parsed.get("id")
     if isinstance(rpc_id, bool) or not isinstance(rpc_id, (str, int, type(None))):
         raise A2AError(wire.INVALID_REQUEST, "id must be a string, a number or null")
+    if "id" not in parsed:
+        raise A2AError(wire.INVALID_REQUEST, "a notification (a request without id) is not served: every "
+                       "call is answered, so send an id")
     method, params = parsed.get("method"), parsed.get("params", {})
     if parsed.get("jsonrpc") != "2.0" or not isinstance(method, str) or not isinstance(params, dict):
         raise _Invalid(rpc_id, A2AError(wire.INVALID_REQUEST, 'not a JSON-RPC 2.0 request: {"jsonrpc": "2.0", '
@@ -144,8 +162,10 @@ def rpc(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if method == "SendMessage":
             from relaynet.http import idempotency
 
+            # the message is the request: a retry may ask for another historyLength and still be one
             result = idempotency.once("a2a_send_message", bound, params.message.messageId,
-                                      params.model_dump(mode="json"), lambda: call(bound, agent, params), context)
+                                      params.message.model_dump(mode="json"), lambda: call(bound, agent, params),
+                                      context)
         else:
             result = call(bound, agent, params)
         return _reply(200, rpc_id, result=result)
