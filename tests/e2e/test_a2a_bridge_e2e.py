@@ -28,17 +28,21 @@ from starlette.responses import JSONResponse
 from tests.e2e.conftest import ROOT, free_port, start_hub, stop_hub, tool, until
 
 SECRET = "remote-agent-credential-0123456789"
+SIDE_BY_SIDE = 3
 
 
 class Remote(AgentExecutor):
     """The remote agent: works on a task until the test releases it (``release[objective]``),
     then publishes a URL artifact and a text artifact and completes; an objective starting with
-    "ask:" asks for input instead. Records what it was sent and what it was asked to cancel."""
+    "ask:" asks for input instead, and one starting with "side:" answers only once
+    :data:`SIDE_BY_SIDE` such tasks are in flight together. Records what it was sent and what it was
+    asked to cancel."""
 
     def __init__(self):
         self.received: list[pb.Message] = []
         self.cancelled: list[str] = []
         self.release: dict[str, threading.Event] = {}
+        self.side = threading.Barrier(SIDE_BY_SIDE)
 
     def gate(self, objective: str) -> threading.Event:
         return self.release.setdefault(objective, threading.Event())
@@ -46,6 +50,10 @@ class Remote(AgentExecutor):
     async def execute(self, context, event_queue):
         self.received.append(context.message)
         up = TaskUpdater(event_queue, context.task_id, context.context_id)
+        if context.message.parts[0].text.startswith("side:"):  # under the client's 10 s timeout
+            await asyncio.to_thread(self.side.wait, 8)  # broken (a serial sender): this raises
+            await event_queue.enqueue_event(up.new_agent_message([pb.Part(text="side by side")]))
+            return
         if context.current_task is None:
             await event_queue.enqueue_event(pb.Task(id=context.task_id, context_id=context.context_id,
                                                     status=pb.TaskStatus(state=pb.TASK_STATE_SUBMITTED),
@@ -177,3 +185,10 @@ def test_a_relaynet_cancel_becomes_cancel_task_on_the_remote(hub, remote):
          hub.token("planner"))
     until(lambda: remote.cancelled, "CancelTask reached the remote", 30)
     assert task(hub, task_id)["state"] == "cancelled"
+
+
+def test_the_bridge_sends_a_members_tasks_side_by_side_so_a_slow_remote_delays_each_once(hub, remote):
+    ids = [delegate(hub, f"side: shard {n}") for n in range(SIDE_BY_SIDE)]
+    for task_id in ids:
+        done = until(state_is(hub, task_id, "completed", "failed"), "each side-by-side task settled", 60)
+        assert (done["state"], done["history"][-1]["reason"]) == ("completed", "side by side")

@@ -5,7 +5,7 @@ An agent definition with ``a2a: {url, authentication?}`` (its Agent Card's URL) 
 instance, which no token names: the hub acts as it. Routing offers it tasks like any instance
 (any surface's delegation: network_delegate, control_delegate, AG2's, A2A's own SendMessage), and
 the scheduled bridge function (:func:`run`; locally every ``--sweep-interval``, in AWS every
-minute) does for each member, in order:
+minute) does for each member (its tasks on :data:`WORKERS` threads, each task's steps in order):
 
 1. **Presence.** Read the remote's card (relaynet.a2a.remote.resolve). Readable: the instance's
    ``lastSeenAt`` is refreshed, so it stays live and eligible; not: it is not, so after the
@@ -36,7 +36,10 @@ history, claims release and notifications are exactly those of any other assigne
 
 from __future__ import annotations
 
-from typing import Any
+import contextvars
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
 
 from aws_lambda_powertools import Logger
 
@@ -51,6 +54,7 @@ from relaynet.taskstate import TERMINAL
 
 log = Logger(child=True)
 
+WORKERS = 8  # threads of one member's tasks (remote calls and their writes) in one run
 BASE_POLL_MS = 2_000
 MAX_POLL_MS = 60_000
 REASON_MAX = 8_000  # a reason/evidence is at most 8192 characters (TaskUpdateRequest)
@@ -97,11 +101,36 @@ def _member(d: Directory, member: dict[str, Any], now: int, stats: dict[str, int
     _status(d.network_id, inst, {"ok": True}, now)
     records = {rec["taskId"]: rec for rec in store.remotes(d.network_id, inst["id"])}
     held = set(inst.get("held") or ())
-    for task_id in sorted(set(inst.get("active") or ()) - held - set(records)):
-        _dispatch(principal, remote, config, task_id, now, stats)
-    for rec in records.values():
-        if int(rec.get("nextPollAt", 0)) <= now:
-            _follow(principal, remote, config, rec, now, stats)
+    jobs: list[Callable[[dict[str, int]], None]] = [
+        lambda tally, task_id=task_id: _dispatch(principal, remote, config, task_id, now, tally)
+        for task_id in sorted(set(inst.get("active") or ()) - held - set(records))]
+    jobs += [lambda tally, rec=rec: _follow(principal, remote, config, rec, now, tally)
+             for rec in records.values() if int(rec.get("nextPollAt", 0)) <= now]
+    _in_parallel(jobs, stats)
+
+
+def _in_parallel(jobs: list[Callable[[dict[str, int]], None]], stats: dict[str, int]) -> None:
+    """Run each task's job on :data:`WORKERS` threads (each in a copy of the caller's context, so
+    the entry point's declared DynamoDB actions hold in it) and add their counts to ``stats``; a
+    job that raises is logged and counted in ``errors``. The tasks are independent: each has its
+    own record and its own Relaynet task."""
+    def run(job: Callable[[dict[str, int]], None]) -> Counter[str]:
+        tally: Counter[str] = Counter()
+        try:
+            job(tally)
+        except Exception:  # one broken task must not stop the others
+            tally["errors"] += 1
+            log.exception("a2a bridge: task failed")
+        return tally
+
+    if not jobs:
+        return
+    with ThreadPoolExecutor(min(WORKERS, len(jobs))) as pool:
+        # the copies are made here, on the caller's thread: a worker's own context has no declaration
+        futures = [pool.submit(contextvars.copy_context().run, run, job) for job in jobs]
+        for future in futures:
+            for key, n in future.result().items():
+                stats[key] += n
 
 
 def _status(net: str, inst: dict[str, Any], status: dict[str, Any], now: int) -> None:
