@@ -14,12 +14,20 @@ DYNAMODB_ACTIONS = ("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "
 
 def run(event, context):
     """One bridge run; its outcomes are logged (when it did anything) and counted as EMF metrics
-    ``A2aBridge<Outcome>`` (A2aBridgeSent, A2aBridgeMoved, A2aBridgeUnreachable, ...)."""
-    stats = bridge.run()
+    ``A2aBridge<Outcome>`` (A2aBridgeSent, A2aBridgeMoved, A2aBridgeUnreachable, ...).
+
+    Two event sources (template.yaml): the schedule (every member; returns the counts) and the
+    table's stream, filtered to new mailbox entries marked ``bridge: "a2a"`` (a task offered to a
+    member), which runs only the members those entries are for, so an offer is sent at its write
+    rather than at the next minute. A stream batch returns ``{"batchItemFailures": []}``: an
+    error is counted and the schedule's next run retries it (the remote record is the lease)."""
+    records = event.get("Records") if isinstance(event, dict) else None
+    mailboxes = None if records is None else {r["dynamodb"]["NewImage"]["PK"]["S"] for r in records}
+    stats = bridge.run(mailboxes=mailboxes)
     observability.count_outcomes("A2aBridge", stats)
     if stats["sent"] or stats["moved"] or stats["cancelled"] or stats["errors"] or stats["unreachable"]:
         logger.info("a2a bridge done", extra=stats)
-    return stats
+    return stats if records is None else {"batchItemFailures": []}
 
 
 handler = table.declares(DYNAMODB_ACTIONS, "a2a_bridge")(observability.instrument(run, name="a2a_bridge"))

@@ -365,7 +365,8 @@ def test_sam_translates_the_template_with_the_authorizer_permission_and_one_role
     assert sorted(r["Properties"]["ScheduleExpression"] for r in rules) == ["rate(1 minute)"] * 3 + [
         "rate(2 minutes)"]  # sweep, push retry, A2A bridge; the AG2 keepalive
     mappings = [r["Properties"] for r in out.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
-    assert sorted(m["FunctionName"]["Ref"] for m in mappings) == ["Ag2NotifierFunction", "NotifierFunction"]
+    assert sorted(m["FunctionName"]["Ref"] for m in mappings) == [
+        "A2aBridgeFunction", "Ag2NotifierFunction", "NotifierFunction"]  # the bridge: offers at the write
     role = out["NotifierFunctionRole"]["Properties"]
     statements = [st for pol in role.get("Policies", []) for st in pol["PolicyDocument"]["Statement"]]
     assert any("sqs:SendMessage" in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])

@@ -126,7 +126,8 @@ def offer_actions(task: dict[str, Any], inst: dict[str, Any], now_ms: int, join_
     inst["lastOfferedAt"] = now_ms
     return [
         store.offer_to_instance(net, inst["id"], task["id"], now_ms),
-        *mail_store.message_actions(net, msg, [{"instanceId": inst["id"], "agent": inst["agent"]}]),
+        *mail_store.message_actions(net, msg, [{"instanceId": inst["id"], "agent": inst["agent"],
+                                                **({"bridge": inst["bridge"]} if inst.get("bridge") else {})}]),
         *(_join_thread(task, inst.get("agent")) if join_thread else []),
         events.event_action(net, "task", ROUTER, f"task {task['title']!r} offered to {inst.get('agent')}/{inst['id']}",
                             taskId=task["id"], state="offered", instanceId=inst["id"]),

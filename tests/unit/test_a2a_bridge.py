@@ -7,6 +7,7 @@ an unreadable card). The SDK's own server drives the end-to-end path
 from __future__ import annotations
 
 import json
+import queue
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -19,6 +20,10 @@ from relaynet.identity import authorize
 from relaynet.models.worker import DelegateRequest, TaskGetRequest
 from relaynet.store import a2a as a2a_store
 from relaynet.store import table as t
+from relaynet_local import lambdas
+from relaynet_local.streams import WriteNotifier
+from relaynet_local.template import load_template
+from tests.conftest import ROOT
 
 SPEC = """\
 network: bridged
@@ -194,3 +199,30 @@ def test_an_unreadable_card_leaves_the_member_unrefreshed_and_says_why(net, remo
     remote.card_status = 200
     _run(180_000)
     assert t.get(f"NET#{member['networkId']}", f"INST#{member['instanceId']}")["a2a"]["ok"] is True
+
+
+def test_an_offer_to_the_member_starts_the_bridge_at_its_write_and_only_for_that_member(net, remote):
+    remote.answers["SendMessage"] = {"message": {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "Sent at once."}]}}
+    template = load_template(ROOT / "template.yaml")
+    calls: queue.SimpleQueue = queue.SimpleQueue()
+    notifier = WriteNotifier(template, lambda fn, event: calls.put((fn.logical_id, event))).start()
+    try:
+        tasks.delegate(_planner(net), DelegateRequest(toAgent="planner", objective="Not for the bridge"))
+        task_id = _delegate(net)  # offered to the member at the delegation's write
+        seen: list[tuple[str, dict]] = []
+        while not any(fn == "A2aBridgeFunction" for fn, _ in seen):
+            seen.append(calls.get(timeout=10))
+    finally:
+        notifier.stop()
+    (event,) = [event for fn, event in seen if fn == "A2aBridgeFunction"]
+    (record,) = event["Records"]  # the member's offer only: the planner's went to the webhook notifier alone
+    assert record["dynamodb"]["NewImage"]["taskId"]["S"] == task_id
+    fn = template.functions["A2aBridgeFunction"]
+    assert lambdas.invoke(fn.code_uri, fn.handler, event, function_name=fn.logical_id, timeout=120) == {
+        "batchItemFailures": []}
+    assert _task(net, task_id)["state"] == "completed"
+    assert [m for m, *_ in remote.seen] == ["SendMessage"]
+    other = {"Records": [{**record, "dynamodb": {**record["dynamodb"], "NewImage": {
+        **record["dynamodb"]["NewImage"], "PK": {"S": "NET#elsewhere#MBOX#I#inst_x"}}}}]}
+    lambdas.invoke(fn.code_uri, fn.handler, other, function_name=fn.logical_id, timeout=120)
+    assert [m for m, *_ in remote.seen] == ["SendMessage"]  # no member owns that mailbox: nothing sent

@@ -50,6 +50,7 @@ from relaynet.errors import RelaynetError
 from relaynet.identity import Principal, touch
 from relaynet.models.worker import PublishArtifactRequest, TaskUpdateRequest
 from relaynet.store import a2a as store
+from relaynet.store.keys import mailbox_pk
 from relaynet.taskstate import TERMINAL
 
 log = Logger(child=True)
@@ -65,14 +66,17 @@ _BLOCKING = ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED")
 _GONE = (-32001, -32002)  # TaskNotFoundError, TaskNotCancelableError: nothing left to cancel
 
 
-def run(now_ms: int | None = None) -> dict[str, int]:
-    """One bridge run over every A2A member (the module's steps). Returns counts: ``members``,
-    ``unreachable``, ``sent``, ``polled``, ``moved``, ``cancelled``, ``errors``. An error in one
-    member or task is logged and counted; the run goes on with the next."""
+def run(now_ms: int | None = None, mailboxes: set[str] | None = None) -> dict[str, int]:
+    """One bridge run over every A2A member (the module's steps), or, with ``mailboxes`` (mailbox
+    partition keys, ``NET#<net>#MBOX#I#<instance>``: those of the offers the stream brought), over
+    the members owning them. Returns counts: ``members``, ``unreachable``, ``sent``, ``polled``,
+    ``moved``, ``cancelled``, ``errors``. An error in one member or task is logged and counted;
+    the run goes on with the next."""
     stats = {"members": 0, "unreachable": 0, "sent": 0, "polled": 0, "moved": 0, "cancelled": 0, "errors": 0}
     by_net: dict[str, list[dict[str, Any]]] = {}
     for member in store.members():
-        by_net.setdefault(member["networkId"], []).append(member)
+        if mailboxes is None or mailbox_pk(member["networkId"], {"instanceId": member["instanceId"]}) in mailboxes:
+            by_net.setdefault(member["networkId"], []).append(member)
     for net, members in by_net.items():
         d = load(net)
         for member in members:

@@ -108,7 +108,14 @@ def mailbox_item(net: str, address: dict[str, str], msg: dict[str, Any]) -> dict
         raise ValueError(f"a mailbox address needs the agent (of the instance): {address!r}")
     sk = _MSG + msg["id"]
     return {"PK": k.mailbox_pk(net, address), "SK": sk, **msg, "senderInstance": _sender_instance(msg),
-            "GSI3PK": k.mailbox_view(net, address["agent"]), "GSI3SK": sk}
+            "GSI3PK": k.mailbox_view(net, address["agent"]), "GSI3SK": sk, **_bridge(address)}
+
+
+def _bridge(address: dict[str, str]) -> dict[str, str]:
+    """``{"bridge": name}`` when the address is an instance the hub runs (``bridge`` on the address:
+    "a2a", relaynet.a2a.bridge), so the entry's stream record can start that bridge at the write
+    (the A2aBridgeFunction's stream filter); else nothing."""
+    return {"bridge": address["bridge"]} if address.get("bridge") else {}
 
 
 def approx_size(item: dict[str, Any]) -> int:
@@ -125,7 +132,7 @@ def mailbox_entry(net: str, address: dict[str, str], msg: dict[str, Any]) -> dic
     return {"PK": item["PK"], "SK": item["SK"], "ref": "thread", "threadId": msg["threadId"], "kind": msg["kind"],
             "createdAt": msg["createdAt"], "senderInstance": item["senderInstance"],
             "taskId": msg.get("taskId"), "wakeReason": msg.get("wakeReason"),
-            "GSI3PK": item["GSI3PK"], "GSI3SK": item["GSI3SK"]}
+            "GSI3PK": item["GSI3PK"], "GSI3SK": item["GSI3SK"], **_bridge(address)}
 
 
 def thread_meta(net: str, thread_id: str, subject: str, participants: set[str], task_id: str | None = None,
