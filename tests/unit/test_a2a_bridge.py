@@ -17,7 +17,7 @@ from relaynet import admin, clock, tasks
 from relaynet.a2a import bridge
 from relaynet.errors import InvalidArgument
 from relaynet.identity import authorize
-from relaynet.models.worker import DelegateRequest, TaskGetRequest
+from relaynet.models.worker import DelegateRequest, TaskGetRequest, TaskUpdateRequest
 from relaynet.store import a2a as a2a_store
 from relaynet.store import table as t
 from relaynet_local import lambdas
@@ -226,3 +226,15 @@ def test_an_offer_to_the_member_starts_the_bridge_at_its_write_and_only_for_that
         **record["dynamodb"]["NewImage"], "PK": {"S": "NET#elsewhere#MBOX#I#inst_x"}}}}]}
     lambdas.invoke(fn.code_uri, fn.handler, other, function_name=fn.logical_id, timeout=120)
     assert [m for m, *_ in remote.seen] == ["SendMessage"]  # no member owns that mailbox: nothing sent
+
+
+def test_a_cancel_reaches_the_remote_at_the_next_run_not_the_next_poll(net, remote):
+    remote.answers["SendMessage"] = {"task": {"id": "r1", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}}
+    remote.answers["CancelTask"] = {"id": "r1", "contextId": "c", "status": {"state": "TASK_STATE_CANCELED"}}
+    task_id = _delegate(net)
+    start = clock.now_ms()
+    bridge.run(start)  # sent; the first poll is due in 2 s
+    tasks.update(_planner(net), TaskUpdateRequest(taskId=task_id, status="cancelled", reason="not needed"))
+    assert bridge.run(start + 500)["cancelled"] == 1
+    assert [m for m, *_ in remote.seen] == ["SendMessage", "CancelTask"]
+    assert remote.seen[1][1] == {"id": "r1"}

@@ -104,12 +104,14 @@ def _member(d: Directory, member: dict[str, Any], now: int, stats: dict[str, int
     touch(principal, now)
     _status(d.network_id, inst, {"ok": True}, now)
     records = {rec["taskId"]: rec for rec in store.remotes(d.network_id, inst["id"])}
-    held = set(inst.get("held") or ())
+    active, held = set(inst.get("active") or ()), set(inst.get("held") or ())
     jobs: list[Callable[[dict[str, int]], None]] = [
         lambda tally, task_id=task_id: _dispatch(principal, remote, config, task_id, now, tally)
-        for task_id in sorted(set(inst.get("active") or ()) - held - set(records))]
+        for task_id in sorted(active - held - set(records))]
+    # a record whose task left the instance's active set ended in Relaynet (its creator cancelled
+    # it): followed in this run, whatever its poll backoff says, so CancelTask leaves at once
     jobs += [lambda tally, rec=rec: _follow(principal, remote, config, rec, now, tally)
-             for rec in records.values() if int(rec.get("nextPollAt", 0)) <= now]
+             for rec in records.values() if int(rec.get("nextPollAt", 0)) <= now or rec["taskId"] not in active]
     _in_parallel(jobs, stats)
 
 
