@@ -42,6 +42,7 @@ class Scripted:
 
     def __init__(self):
         self.card_status = 200
+        self.rpc_status = 200  # not 200: every JSON-RPC request gets it and no JSON-RPC answer
         self.answers: dict[str, dict] = {}
         self.seen: list[tuple[str, dict, str | None]] = []
         outer = self
@@ -62,6 +63,8 @@ class Scripted:
             def do_POST(self):  # noqa: N802
                 req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.seen.append((req["method"], req["params"], self.headers.get("Authorization")))
+                if outer.rpc_status != 200:
+                    return self._json(outer.rpc_status, {"error": "unauthorized"})
                 answer = outer.answers[req["method"]]
                 key = "error" if "error" in answer else "result"
                 self._json(200, {"jsonrpc": "2.0", "id": req["id"], key: answer.get("error", answer)})
@@ -238,3 +241,14 @@ def test_a_cancel_reaches_the_remote_at_the_next_run_not_the_next_poll(net, remo
     assert bridge.run(start + 500)["cancelled"] == 1
     assert [m for m, *_ in remote.seen] == ["SendMessage", "CancelTask"]
     assert remote.seen[1][1] == {"id": "r1"}
+
+
+def test_a_remote_refusing_the_credentials_fails_the_task_saying_so_and_is_not_retried(net, remote):
+    remote.rpc_status = 401  # the card is public, the JSON-RPC URL wants other credentials
+    task_id = _delegate(net)
+    _run()
+    failed = _task(net, task_id)
+    assert failed["state"] == "failed"
+    assert "HTTP 401: the remote refused the credentials" in failed["history"][-1]["reason"]
+    _run(120_000)
+    assert [m for m, *_ in remote.seen] == ["SendMessage"]

@@ -184,6 +184,11 @@ def _send(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], task: d
             store.drop(rec)
             stats["moved"] += 1
             return
+        if exc.denied:  # wrong credentials: no retry will be let in
+            _settle(p, task["id"], "failed", f"the A2A agent {remote.name!r} was not sent the task: {exc.message}")
+            store.drop(rec)
+            stats["moved"] += 1
+            return
         _backoff(rec, now, exc.message, changed=False)
         return
     stats["sent"] += 1
@@ -221,8 +226,9 @@ def _follow(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], rec: 
     try:
         remote_task = rmt.call(remote, "GetTask", {"id": rec["remoteTaskId"], "historyLength": 0}, auth)
     except rmt.RemoteError as exc:
-        if exc.code == -32001:
-            _settle(p, task["id"], "failed", f"the A2A agent {remote.name!r} no longer knows task {rec['remoteTaskId']}")
+        if exc.code == -32001 or exc.denied:
+            _settle(p, task["id"], "failed", exc.message if exc.denied else
+                    f"the A2A agent {remote.name!r} no longer knows task {rec['remoteTaskId']}")
             store.drop(rec)
             stats["moved"] += 1
         else:

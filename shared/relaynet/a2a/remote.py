@@ -29,12 +29,15 @@ USER_AGENT = "relaynet-a2a/1"
 class RemoteError(Exception):
     """A remote call that did not give a result: ``code`` is the JSON-RPC error code the remote
     answered (e.g. -32001 TaskNotFoundError, -32002 TaskNotCancelableError), or None when no
-    JSON-RPC answer came (unreachable, refused target, HTTP error, not JSON)."""
+    JSON-RPC answer came (unreachable, refused target, HTTP error, not JSON). ``denied`` is True
+    when the remote answered HTTP 401 or 403 without a JSON-RPC answer: it refused the
+    credentials, which no retry changes."""
 
-    def __init__(self, message: str, code: int | None = None):
+    def __init__(self, message: str, code: int | None = None, denied: bool = False):
         super().__init__(message)
         self.message = message
         self.code = code
+        self.denied = denied
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,8 @@ def call(remote: RemoteAgent, method: str, params: dict[str, Any],
 
     Raises RemoteError: with the remote's ``code`` and ``message`` for a JSON-RPC error answer
     (-32603 when its code is not an integer), code None when
-    no JSON-RPC answer came (the target is refused, unreachable, or answers something else).
+    no JSON-RPC answer came (the target is refused, unreachable, or answers something else),
+    ``denied`` when that answer was HTTP 401 or 403.
     """
     import httpx
 
@@ -111,6 +115,14 @@ def call(remote: RemoteAgent, method: str, params: dict[str, Any],
         response = httpx.post(remote.rpc_url, json=body, headers=headers, timeout=TIMEOUT_S, follow_redirects=False)
     except httpx.HTTPError as exc:
         raise RemoteError(f"{method}: {type(exc).__name__}: {str(exc)[:200]}") from None
+    if response.status_code in (401, 403):
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if not (isinstance(answer, dict) and isinstance(answer.get("error"), dict)):
+            raise RemoteError(f"{method}: HTTP {response.status_code}: the remote refused the credentials "
+                              "(authentication in the agent's a2a: definition)", denied=True)
     answer = _json(response, method)
     if not isinstance(answer, dict):
         raise RemoteError(f"{method}: HTTP {response.status_code}, not a JSON-RPC response")
