@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 
 
 def _point_at_table(args: argparse.Namespace) -> Any:
-    """Configure boto3 for ``--table/--endpoint-url`` or ``--local`` (the running local stack).
+    """Configure boto3 for ``--table/--endpoint-url`` or ``--local`` (the running local stack; with
+    it the stack's URL rules too: ``http`` to a loopback host allowed for push and ``a2a:`` URLs,
+    unless ``RELAYNET_PUSH_ALLOW_LOOPBACK`` is set).
 
     With ``--local`` on DynamoDB Local, returns the local stack's transaction barrier, installed
     (:class:`relaynet_local.dynamodb_local.TransactionBarrier`): the caller settles it before it
@@ -34,8 +36,12 @@ def _point_at_table(args: argparse.Namespace) -> Any:
         os.environ["AWS_ENDPOINT_URL_DYNAMODB"] = info["dynamodbEndpoint"]
         os.environ["RELAYNET_TABLE"] = info["table"]
         for var, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
-                           ("AWS_DEFAULT_REGION", "us-east-1")):
+                           ("AWS_DEFAULT_REGION", "us-east-1"),
+                           ("RELAYNET_PUSH_ALLOW_LOOPBACK", "true")):  # the URL rules the local stack applies
             os.environ.setdefault(var, value)
+        from relaynet.config import settings
+
+        settings.cache_clear()
         if info.get("store", "dynamodb-local") == "dynamodb-local":  # what LocalStack.start installs it for
             from relaynet_local.dynamodb_local import TransactionBarrier
 

@@ -12,6 +12,7 @@ on INPUT_REQUIRED with the remote's question, cancelled in Relaynet and so on th
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import threading
 
 import pytest
@@ -25,7 +26,7 @@ from starlette.applications import Starlette
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.responses import JSONResponse
 
-from tests.e2e.conftest import ROOT, free_port, start_hub, stop_hub, tool, until
+from tests.e2e.conftest import RELAYNET, ROOT, free_port, start_hub, stop_hub, tool, until
 
 SECRET = "remote-agent-credential-0123456789"
 SIDE_BY_SIDE = 3
@@ -192,3 +193,9 @@ def test_the_bridge_sends_a_members_tasks_side_by_side_so_a_slow_remote_delays_e
     for task_id in ids:
         done = until(state_is(hub, task_id, "completed", "failed"), "each side-by-side task settled", 60)
         assert (done["state"], done["history"][-1]["reason"]) == ("completed", "side by side")
+
+
+def test_admin_apply_local_takes_the_loopback_card_url_the_local_stack_takes(hub):
+    out = subprocess.run([RELAYNET, "admin", "apply", "spec.yaml", "--local"], cwd=hub.cwd,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr  # the same rules as `relaynet serve`: http to 127.0.0.1 allowed
