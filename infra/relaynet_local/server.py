@@ -76,7 +76,7 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from relaynet_local import events, lambdas
+from relaynet_local import a2a_stream, events, lambdas
 from relaynet_local.ag2_ws import INSTALL_HINT as AG2_INSTALL_HINT
 from relaynet_local.ag2_ws import is_wire_function, wire_installed
 from relaynet_local.ag2_ws import MANAGEMENT_PREFIX, Ag2Gateway
@@ -286,6 +286,10 @@ class _Handler(BaseHTTPRequestHandler):
             status, context = self._authorize(stack, path, route.route_key, query, path_params, request_id)
             if context is None:
                 return status
+        if route.route_key == a2a_stream.ROUTE_KEY and context is not None:
+            streaming = a2a_stream.streaming_request(body)
+            if streaming is not None:
+                return self._a2a_stream(stack, route, path, query, path_params, context, streaming, request_id)
         event = events.http_event(
             self.command, path, route_key=route.route_key, query=query, headers=header_pairs,
             body=body, path_parameters=path_params, authorizer_context=context,
@@ -352,6 +356,50 @@ class _Handler(BaseHTTPRequestHandler):
         why = stack.events.serve(write, principal, token_hash, last_event_id)  # type: ignore[union-attr]
         log.info("events of %s ended: %s", principal.instance_id or f"rep:{principal.rep}", why)
         return 200
+
+
+    def _a2a_stream(self, stack: "LocalStack", route: Any, path: str, query: str, path_params: dict[str, str],
+                    context: dict[str, Any], request: dict[str, Any], request_id: str) -> int:
+        """A2A's ``SendStreamingMessage`` / ``SubscribeToTask`` (relaynet_local.a2a_stream): the
+        route's function answers the opening and each re-read; the answer is a stream of them."""
+        from relaynet.identity import Principal, bearer, hash_token
+        from relaynet_local.event_stream import token_proves
+
+        header_pairs = [(n, v) for n, v in self.headers.items() if n.lower() != "content-length"]
+        function = stack.template.functions[route.function_id]
+        status = [200]
+
+        def call(payload: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+            event = events.http_event("POST", path, route_key=route.route_key, query=query, headers=header_pairs,
+                                      body=json.dumps(payload).encode("utf-8"), path_parameters=path_params,
+                                      authorizer_context=context, source_ip=self.client_address[0],
+                                      request_id=request_id)
+            answer = _to_http(stack.invoke(function, event))
+            stack.settle_writes()
+            return answer
+
+        def reply(code: int, headers: dict[str, str], data: bytes) -> None:
+            status[0] = code
+            self._send(code, headers, data, request_id)
+
+        def open_stream() -> None:
+            self.send_response(200)
+            for name, value in (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
+                                ("Connection", "close"), ("X-Accel-Buffering", "no"), ("apigw-requestid", request_id)):
+                self.send_header(name, value)
+            self.end_headers()
+            self.close_connection = True
+
+        def write(chunk: bytes) -> None:
+            self.wfile.write(chunk)
+            self.wfile.flush()
+
+        principal = Principal.from_context(context)
+        token_hash = hash_token(bearer(self.headers.get("Authorization")) or "")
+        why = a2a_stream.serve(request, call, reply, open_stream, write,
+                               lambda: token_proves(token_hash, principal), stack._stopping)
+        log.info("a2a %s on %s ended: %s", request.get("method"), path, why)
+        return status[0]
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -629,7 +677,8 @@ class LocalStack:
     def _environment(self) -> tuple[dict[str, str], dict[str, str]]:
         """``(forced, defaults)``: variables to set, and variables to set only if unset."""
         forced = {"AWS_ENDPOINT_URL_DYNAMODB": str(self.dynamodb_endpoint), "RELAYNET_TABLE": self.table,
-                  "RELAYNET_STORE": self.store_kind}
+                  "RELAYNET_STORE": self.store_kind,
+                  "RELAYNET_A2A_STREAMING": "true"}  # this stack streams A2A (relaynet_local.a2a_stream)
         defaults = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}
         if self._store is not None:  # an embedded store takes any credentials: never send real ones
             forced.update(AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="testing",

@@ -62,6 +62,9 @@ class Settings(BaseModel):
         push_at_write: whether a write notifies its recipients' live connections and webhooks as
             it commits (``RELAYNET_PUSH_AT_WRITE``, true; docs/architecture.md "Push at the
             write"); false leaves every push to the table's stream, which delivers them all anyway.
+        a2a_streaming: whether this hub serves A2A's streaming methods (``RELAYNET_A2A_STREAMING``,
+            false; the local stack sets it: it streams Server-Sent Events, relaynet_local.a2a_stream;
+            API Gateway's HTTP API cannot, so in AWS the Agent Card says ``streaming: false``).
         mailbox_cap: undelivered messages a mailbox holds before sends to it are 429
             (``RELAYNET_MAILBOX_CAP``, 1000; >= 1; relaynet.limits).
         max_fanout: mailboxes one message may reach (``RELAYNET_MAX_FANOUT``, 200; >= 1).
@@ -89,6 +92,7 @@ class Settings(BaseModel):
     push_timeout: float = Field(3.0, alias="RELAYNET_PUSH_TIMEOUT_SECONDS", gt=0, allow_inf_nan=False)
     push_allow_loopback: bool = Field(False, alias="RELAYNET_PUSH_ALLOW_LOOPBACK")
     push_at_write: bool = Field(True, alias="RELAYNET_PUSH_AT_WRITE")
+    a2a_streaming: bool = Field(False, alias="RELAYNET_A2A_STREAMING")
     mailbox_cap: int = Field(1000, alias="RELAYNET_MAILBOX_CAP", ge=1)
     max_fanout: int = Field(200, alias="RELAYNET_MAX_FANOUT", ge=1)
     cache_seconds: float = Field(5.0, alias="RELAYNET_CACHE_SECONDS", ge=0, allow_inf_nan=False)

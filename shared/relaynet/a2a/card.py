@@ -12,6 +12,7 @@ from typing import Any
 
 from relaynet import __version__
 from relaynet.a2a.wire import PROTOCOL_VERSION, is_name
+from relaynet.config import settings
 from relaynet.directory import load
 from relaynet.errors import NotFound
 from relaynet.store import directory as dir_store
@@ -27,8 +28,8 @@ def base_url(origin: str, network: str, agent: str) -> str:
 
 def card(origin: str, network: str, agent: dict[str, Any]) -> dict[str, Any]:
     """An A2A ``AgentCard`` (JSON) of one stored agent definition: the JSON-RPC interface at its
-    base URL, truthful capabilities (no streaming, no push notification configs, no extended
-    card: docs/protocol.md 13), a bearer scheme (a Relaynet token), text in and out, one skill
+    base URL, truthful capabilities (streaming where this hub serves it, settings().a2a_streaming;
+    no push notification configs, no extended card: docs/protocol.md 13), a bearer scheme (a Relaynet token), text in and out, one skill
     per declared capability."""
     name = agent["name"]
     return {
@@ -37,7 +38,7 @@ def card(origin: str, network: str, agent: dict[str, Any]) -> dict[str, Any]:
         "supportedInterfaces": [{"url": base_url(origin, network, name), "protocolBinding": "JSONRPC",
                                  "protocolVersion": PROTOCOL_VERSION}],
         "version": __version__,
-        "capabilities": {"streaming": False, "pushNotifications": False, "extendedAgentCard": False},
+        "capabilities": {"streaming": settings().a2a_streaming, "pushNotifications": False, "extendedAgentCard": False},
         "securitySchemes": {SCHEME: {"httpAuthSecurityScheme": {
             "scheme": "Bearer",
             "description": "A Relaynet token: an instance token acts as that instance; a "

@@ -67,11 +67,13 @@ VERSION_NOT_SUPPORTED = -32009
 
 #: The JSON-RPC methods Relaynet serves (relaynet.http.a2a maps each to relaynet.a2a.service).
 SERVED = ("SendMessage", "GetTask", "ListTasks", "CancelTask")
-#: A2A 1.0 methods Relaynet does not serve, and the error each answers (the card says so).
+#: A2A 1.0 methods this function does not serve, and the error each answers (the card says so).
 REFUSED: dict[str, tuple[int, str]] = {
-    "SendStreamingMessage": (UNSUPPORTED_OPERATION, "streaming is not supported (the agent card says "
+    # API Gateway's HTTP API cannot stream; the local stack streams before its function is asked
+    # (relaynet_local.a2a_stream, docs/protocol.md 13.5)
+    "SendStreamingMessage": (UNSUPPORTED_OPERATION, "streaming is not served here (the agent card says "
                              "capabilities.streaming false): use SendMessage, then GetTask"),
-    "SubscribeToTask": (UNSUPPORTED_OPERATION, "streaming is not supported: poll GetTask"),
+    "SubscribeToTask": (UNSUPPORTED_OPERATION, "streaming is not served here: poll GetTask"),
     "CreateTaskPushNotificationConfig": (PUSH_NOT_SUPPORTED, "push notification configs are not supported"),
     "GetTaskPushNotificationConfig": (PUSH_NOT_SUPPORTED, "push notification configs are not supported"),
     "ListTaskPushNotificationConfigs": (PUSH_NOT_SUPPORTED, "push notification configs are not supported"),
