@@ -660,9 +660,9 @@ def a2a_call(stem: str, method: str, path: str, route: str, params: dict[str, st
 
 def a2a_steps(tok: dict[str, str], ok: Callable[..., dict[str, Any]], network: str = "demo") -> Iterator[Step]:
     """A2A (docs/protocol.md 13): the coder's card and the network's cards; as the planner,
-    SendMessage (a new task, then a follow-up in its thread), GetTask, ListTasks, and CancelTask
-    of the task once its assignee accepted it and claimed a path for it (the cancel releases the
-    claim). ``ok`` calls a tool as a named token (the scenario's)."""
+    SendMessage (a new task, then a follow-up in its thread), GetTask, ListTasks, a push
+    notification config on the task, the notifier posting its assignee's accept, and CancelTask
+    once the assignee claimed a path for it (the cancel releases the claim). ``ok`` calls a tool as a named token (the scenario's)."""
     state: dict[str, Any] = {}
     base = f"/a2a/{network}/coder"
     params = {"network": network, "agent": "coder"}
@@ -688,10 +688,32 @@ def a2a_steps(tok: dict[str, str], ok: Callable[..., dict[str, Any]], network: s
     yield Step("a2a GetTask (with history)", "a2a_rpc", True, lambda: rpc("GetTask", {"id": state["task"]["id"]}))
     yield Step("a2a ListTasks (a page of 10)", "a2a_rpc", False, lambda: rpc("ListTasks", {"pageSize": 10}))
 
+    def push_config() -> None:
+        state["receiver"] = LoopbackReceiver()
+        with push_env():
+            rpc("CreateTaskPushNotificationConfig", {"taskId": state["task"]["id"], "url": state["receiver"].url,
+                                                     "token": "t" * 32})
+
+    def pushed() -> None:
+        from relaynet.store import directory, table
+        from relaynet.store import keys as k
+
+        task_id = state["task"]["id"]
+        net = directory.network_id(network)
+        state["assignee"] = ok("network_task_get", {"taskId": task_id}, "planner0")["task"]["assignee"]
+        ok("network_task_update", {"taskId": task_id, "status": "accepted"}, state["assignee"])
+        entry = next(i for i in table.query(k.events_pk(net), forward=False, limit=10)
+                     if i.get("taskId") == task_id and i.get("a2aPush"))
+        with push_env():
+            assert run_notifier(entry) == {"batchItemFailures": []}
+        assert state["receiver"].count == 1, "the transition was not posted"
+
+    yield Step("a2a CreateTaskPushNotificationConfig", "a2a_rpc", False, push_config)
+    yield Step("notifier (an A2A push: a transition of a task with a config, posted)", "notifier", False, pushed)
+
     def cancel() -> None:
         task_id = state["task"]["id"]
-        assignee = ok("network_task_get", {"taskId": task_id}, "planner0")["task"]["assignee"]
-        ok("network_task_update", {"taskId": task_id, "status": "accepted"}, assignee)
+        assignee = state["assignee"]
         ok("network_claim", {"scope": "cli/config/**", "taskId": task_id, "ttlSeconds": 600}, assignee)
         rpc("CancelTask", {"id": task_id})
 

@@ -1,7 +1,9 @@
-"""Scheduled: retry the webhook deliveries that are due (relaynet.push.retry_due), with
-exponential backoff for up to RELAYNET_PUSH_RETRY_WINDOW_SECONDS, then mark them failed."""
+"""Scheduled: retry the webhook deliveries that are due (relaynet.push.retry_due) and the A2A
+push notification configs that are behind (relaynet.a2a.push.retry_due), with exponential backoff
+for up to RELAYNET_PUSH_RETRY_WINDOW_SECONDS, then mark them failed."""
 
 from relaynet import observability, push
+from relaynet.a2a import push as a2a_push
 from relaynet.observability import logger
 from relaynet.store import table
 
@@ -19,7 +21,11 @@ def run(event, context):
     observability.count_outcomes("PushRetry", stats)
     if stats["due"]:
         logger.info("push retries", extra=stats)
-    return stats
+    a2a = a2a_push.retry_due()
+    observability.count_outcomes("A2aPushRetry", a2a)
+    if a2a["due"]:
+        logger.info("a2a push retries", extra=a2a)
+    return {**stats, "a2a": a2a}
 
 
 handler = table.declares(DYNAMODB_ACTIONS, "push_retry")(observability.instrument(run, name="push_retry"))

@@ -212,22 +212,33 @@ def event_for(net: str, entry: dict[str, Any], instance_id: str) -> dict[str, An
 
 def post(config: dict[str, Any], event: dict[str, Any]) -> tuple[int, str | None]:
     """One signed POST of ``event`` to ``config``: ``(HTTP status or 0, error or None)``."""
+    auth = config.get("authentication") or {}
+    authorization = f"{auth['schemes'][0]} {auth['credentials']}" if auth.get("credentials") and auth.get("schemes") \
+        else None
+    return signed_post(config["url"], config["token"], event, authorization,
+                       {"X-Relaynet-Event": event["event"], "X-Relaynet-Delivery": event["deliveryId"]})
+
+
+def signed_post(url: str, token: str, doc: dict[str, Any], authorization: str | None,
+                headers: dict[str, str]) -> tuple[int, str | None]:
+    """POST ``doc`` as JSON to ``url``, signed with ``token`` (relaynet.webhooks: timestamp and
+    HMAC headers of this attempt), with ``Authorization: <authorization>`` when given and
+    ``headers``; the target rules of :func:`target_error` first, no redirects, the push timeout.
+    Returns ``(HTTP status or 0, error or None)``: a 2xx is success; never raises for the
+    receiver's failure."""
     import httpx
 
-    problem = target_error(config["url"])
+    problem = target_error(url)
     if problem:
         return 0, problem
-    body = json.dumps(event, separators=(",", ":"), sort_keys=True)
+    body = json.dumps(doc, separators=(",", ":"), sort_keys=True)
     stamp = int(time.time())
-    headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT,
-               "X-Relaynet-Event": event["event"], "X-Relaynet-Delivery": event["deliveryId"],
-               webhooks.TIMESTAMP_HEADER: str(stamp),
-               webhooks.SIGNATURE_HEADER: webhooks.sign(config["token"], stamp, body)}
-    auth = config.get("authentication") or {}
-    if auth.get("credentials") and auth.get("schemes"):
-        headers["Authorization"] = f"{auth['schemes'][0]} {auth['credentials']}"
+    sent = {"Content-Type": "application/json", "User-Agent": USER_AGENT, **headers,
+            webhooks.TIMESTAMP_HEADER: str(stamp), webhooks.SIGNATURE_HEADER: webhooks.sign(token, stamp, body)}
+    if authorization:
+        sent["Authorization"] = authorization
     try:
-        response = httpx.post(config["url"], content=body.encode("utf-8"), headers=headers,
+        response = httpx.post(url, content=body.encode("utf-8"), headers=sent,
                               timeout=settings().push_timeout, follow_redirects=False)
     except httpx.HTTPError as exc:
         return 0, f"{type(exc).__name__}: {str(exc)[:200]}"

@@ -130,7 +130,8 @@ def offer_actions(task: dict[str, Any], inst: dict[str, Any], now_ms: int, join_
                                                 **({"bridge": inst["bridge"]} if inst.get("bridge") else {})}]),
         *(_join_thread(task, inst.get("agent")) if join_thread else []),
         events.event_action(net, "task", ROUTER, f"task {task['title']!r} offered to {inst.get('agent')}/{inst['id']}",
-                            taskId=task["id"], state="offered", instanceId=inst["id"]),
+                            taskId=task["id"], state="offered", instanceId=inst["id"],
+                            a2aPush=task.get("a2aPush") or None),  # A2A push configs (relaynet.a2a.push)
     ]
 
 
@@ -426,7 +427,8 @@ def _move(principal: Principal, task: dict[str, Any], req: TaskUpdateRequest, d_
     actions += _observe(net, principal, req.status)
     actions.append(events.event_action(net, "task", principal.actor, f"task {task['title']!r} {req.status}"
                                        + (f": {req.reason[:200]}" if req.reason else ""),
-                                       taskId=task["id"], state=req.status))
+                                       taskId=task["id"], state=req.status,
+                                       a2aPush=task.get("a2aPush") or None))  # A2A push configs (relaynet.a2a.push)
     creator_agent = (task.get("creator") or {}).get("agent")
     body = f"Task {task['title']!r} is now {req.status}" + (f": {req.reason}" if req.reason else ".")
     if creator_agent:

@@ -87,7 +87,7 @@ def test_the_agent_card_is_public_and_parses_as_the_sdks_agent_card(hub):
     assert [s.id for s in card.skills] == ["implement"]
     assert card.skills[0].description == "Writes and changes code with tests"
     assert card.capabilities.streaming is True  # the local stack streams (docs/protocol.md 13.5)
-    assert card.capabilities.push_notifications is False
+    assert card.capabilities.push_notifications is True  # signed webhooks (docs/protocol.md 13.6)
     assert card.security_schemes["relaynet"].http_auth_security_scheme.scheme == "Bearer"
     secrets = [i["token"] for agents in hub.tokens["networks"]["demo"]["instances"].values() for i in agents]
     assert secrets and not any(secret in r.text for secret in secrets)
@@ -219,7 +219,8 @@ BAD_REQUESTS = [
     # the local stack streams (13.5): a streaming request is checked as its opening method is
     ({"jsonrpc": "2.0", "method": "SendStreamingMessage", "id": 1, "params": {}}, {}, -32602),
     ({"jsonrpc": "2.0", "method": "SubscribeToTask", "id": 1, "params": {"id": "t"}}, {}, -32001),
-    ({"jsonrpc": "2.0", "method": "CreateTaskPushNotificationConfig", "id": 1, "params": {}}, {}, -32003),
+    ({"jsonrpc": "2.0", "method": "CreateTaskPushNotificationConfig", "id": 1, "params": {}}, {}, -32602),
+    ({"jsonrpc": "2.0", "method": "GetExtendedAgentCard", "id": 1, "params": {}}, {}, -32007),
     ({"jsonrpc": "2.0", "method": "GetTask", "id": 1, "params": {"id": "task_00000000000000000000000000"}}, {}, -32001),
     ({"jsonrpc": "2.0", "method": "GetTask", "id": 1, "params": {"historyLength": -1, "id": "t"}}, {}, -32602),
     ({"jsonrpc": "2.0", "method": "SendMessage", "id": 1,  # a client speaks as the user

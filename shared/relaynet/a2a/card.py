@@ -29,7 +29,7 @@ def base_url(origin: str, network: str, agent: str) -> str:
 def card(origin: str, network: str, agent: dict[str, Any]) -> dict[str, Any]:
     """An A2A ``AgentCard`` (JSON) of one stored agent definition: the JSON-RPC interface at its
     base URL, truthful capabilities (streaming where this hub serves it, settings().a2a_streaming;
-    no push notification configs, no extended card: docs/protocol.md 13), a bearer scheme (a Relaynet token), text in and out, one skill
+    push notification configs as signed webhooks; no extended card: docs/protocol.md 13), a bearer scheme (a Relaynet token), text in and out, one skill
     per declared capability."""
     name = agent["name"]
     return {
@@ -38,7 +38,7 @@ def card(origin: str, network: str, agent: dict[str, Any]) -> dict[str, Any]:
         "supportedInterfaces": [{"url": base_url(origin, network, name), "protocolBinding": "JSONRPC",
                                  "protocolVersion": PROTOCOL_VERSION}],
         "version": __version__,
-        "capabilities": {"streaming": settings().a2a_streaming, "pushNotifications": False, "extendedAgentCard": False},
+        "capabilities": {"streaming": settings().a2a_streaming, "pushNotifications": True, "extendedAgentCard": False},
         "securitySchemes": {SCHEME: {"httpAuthSecurityScheme": {
             "scheme": "Bearer",
             "description": "A Relaynet token: an instance token acts as that instance; a "

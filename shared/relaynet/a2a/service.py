@@ -100,22 +100,53 @@ def _view(net: str, task: dict[str, Any], artifacts: list[dict[str, Any]] | None
                           messages, history_length)
 
 
+_PUSH_FIELD = "configuration.taskPushNotificationConfig."
+
+
+def _push_config(params: wire.SendMessageParams) -> Any:
+    """``configuration.taskPushNotificationConfig`` checked before anything is written
+    (relaynet.a2a.push.ConfigParams; its taskId is the message's task), or None."""
+    from relaynet.a2a import push
+
+    raw = params.configuration.taskPushNotificationConfig if params.configuration else None
+    if raw is None:
+        return None
+    try:
+        config = push.ConfigParams.model_validate({**raw, "taskId": params.message.taskId or "new"})
+    except ValidationError as exc:
+        fields = [{"field": _PUSH_FIELD + ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()]
+        raise A2AError(wire.INVALID_PARAMS, "invalid params: " + "; ".join(f"{f['field']}: {f['message']}" for f in fields),
+                       {"fields": fields}) from None
+    push.check(config, _PUSH_FIELD)
+    return config
+
+
+def _set_push(p: Principal, agent: str, config: Any, task_id: str) -> None:
+    from relaynet.a2a import push
+
+    push.create(p, agent, config.model_copy(update={"taskId": task_id}))
+
+
 def send_message(p: Principal, agent: str, params: wire.SendMessageParams) -> dict[str, Any]:
     """SendMessage: ``{"task": Task}``. Without ``message.taskId`` it delegates a new task to
     ``agent`` (the first text part is the objective, each further one an acceptance criterion);
     with it, the text is an ask in that task's thread, to its assignee (or the agent while nobody
-    holds it). Raises A2AError (ContentTypeNotSupported: a non-text part; InvalidParams: an
+    holds it). ``configuration.taskPushNotificationConfig`` sets a push config on the task
+    (relaynet.a2a.push.create), checked before anything is written. Raises A2AError (ContentTypeNotSupported: a non-text part; InvalidParams: an
     objective or criterion out of bounds; TaskNotFound; UnsupportedOperation: the task is
     terminal) and the domain's errors (PermissionDenied: not a participant of the task's thread)."""
     texts = _texts(params.message)
     history_length = params.configuration.historyLength if params.configuration else None
     net = p.network_id
+    push_config = _push_config(params)
     if not params.message.taskId:
         try:
             req = DelegateRequest(objective=texts[0], acceptanceCriteria=texts[1:] or None, toAgent=agent)
         except ValidationError as exc:
             raise _invalid(exc) from None
         task_id = tasks.delegate(p, req)["taskId"]
+        if push_config is not None:
+            _set_push(p, agent, push_config, task_id)
         task, artifacts = _task(net, task_id, agent)
         return {"task": _view(net, task, artifacts, history_length)}
     task, _ = _task(net, params.message.taskId, agent)
@@ -128,6 +159,8 @@ def send_message(p: Principal, agent: str, params: wire.SendMessageParams) -> di
     except ValidationError as exc:
         raise _invalid(exc) from None
     messaging.ask(p, req)
+    if push_config is not None:
+        _set_push(p, agent, push_config, task["id"])
     task, artifacts = _task(net, task["id"], agent)
     return {"task": _view(net, task, artifacts, history_length)}
 

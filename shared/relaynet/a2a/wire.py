@@ -66,7 +66,8 @@ VERSION_NOT_SUPPORTED = -32009
 
 
 #: The JSON-RPC methods Relaynet serves (relaynet.http.a2a maps each to relaynet.a2a.service).
-SERVED = ("SendMessage", "GetTask", "ListTasks", "CancelTask")
+SERVED = ("SendMessage", "GetTask", "ListTasks", "CancelTask", "CreateTaskPushNotificationConfig",
+          "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig")
 #: A2A 1.0 methods this function does not serve, and the error each answers (the card says so).
 REFUSED: dict[str, tuple[int, str]] = {
     # API Gateway's HTTP API cannot stream; the local stack streams before its function is asked
@@ -74,10 +75,6 @@ REFUSED: dict[str, tuple[int, str]] = {
     "SendStreamingMessage": (UNSUPPORTED_OPERATION, "streaming is not served here (the agent card says "
                              "capabilities.streaming false): use SendMessage, then GetTask"),
     "SubscribeToTask": (UNSUPPORTED_OPERATION, "streaming is not served here: poll GetTask"),
-    "CreateTaskPushNotificationConfig": (PUSH_NOT_SUPPORTED, "push notification configs are not supported"),
-    "GetTaskPushNotificationConfig": (PUSH_NOT_SUPPORTED, "push notification configs are not supported"),
-    "ListTaskPushNotificationConfigs": (PUSH_NOT_SUPPORTED, "push notification configs are not supported"),
-    "DeleteTaskPushNotificationConfig": (PUSH_NOT_SUPPORTED, "push notification configs are not supported"),
     "GetExtendedAgentCard": (EXTENDED_CARD_NOT_CONFIGURED, "this agent has no extended card"),
 }
 
@@ -129,6 +126,8 @@ class Message(_Lenient):
 class SendConfiguration(_Lenient):
     historyLength: Optional[Annotated[int, Field(ge=0)]] = None
     returnImmediately: Optional[bool] = None
+    #: a push config for the task this message creates (relaynet.a2a.push.ConfigParams less taskId)
+    taskPushNotificationConfig: Optional[dict[str, Any]] = None
 
 
 class SendMessageParams(_Lenient):

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from relaynet.a2a import card, service, wire
+from relaynet.a2a import card, push, service, wire
 from relaynet.a2a.wire import A2AError
 from relaynet.errors import InvalidArgument, NotFound, PayloadTooLarge, PermissionDenied, RelaynetError, Unauthenticated
 from relaynet.http.api import MAX_BODY_BYTES, authorizer_context, parse_body
@@ -36,6 +36,10 @@ METHODS: dict[str, tuple[type[BaseModel], Callable[..., dict[str, Any]]]] = {
     "GetTask": (wire.GetTaskParams, service.get_task),
     "ListTasks": (wire.ListTasksParams, service.list_tasks),
     "CancelTask": (wire.CancelTaskParams, service.cancel_task),
+    "CreateTaskPushNotificationConfig": (push.ConfigParams, push.create),
+    "GetTaskPushNotificationConfig": (push.ConfigRef, push.get),
+    "ListTaskPushNotificationConfigs": (push.ListParams, push.list_configs),
+    "DeleteTaskPushNotificationConfig": (push.ConfigRef, push.delete),
 }
 assert tuple(METHODS) == wire.SERVED, "relaynet.a2a.wire.SERVED names the methods mapped here"
 REFUSED = wire.REFUSED
