@@ -39,7 +39,19 @@ from typing import Any, Callable, Iterator
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS = str(ROOT / "functions")
 TEMPLATE = ROOT / "template.yaml"
-GSI_KEYS = ("GSI1PK", "GSI2PK", "GSI3PK")
+
+
+def _gsi_keys() -> list[tuple[str, ...]]:
+    """Each global secondary index's key attributes, as template.yaml declares them: an item is
+    in an index (and each write of it costs the index a copy) when it has all of them."""
+    from relaynet_local.template import load_template
+
+    table = load_template(TEMPLATE).table
+    return [tuple(k["AttributeName"] for k in index["KeySchema"])
+            for index in table.properties.get("GlobalSecondaryIndexes") or []]
+
+
+GSI_KEYS = _gsi_keys()
 
 #: List prices, us-east-1, from the AWS pricing pages (aws.amazon.com/api-gateway/pricing,
 #: /lambda/pricing, /dynamodb/pricing/on-demand), recorded 2026-11-29; the DynamoDB on-demand
@@ -160,7 +172,7 @@ class Meter:
     @staticmethod
     def _gsi(old: dict | None, new: dict | None) -> int:
         return sum(write_units(max(item_size(old), item_size(new)))
-                   for g in GSI_KEYS if (old and g in old) or (new and g in new))
+                   for g in GSI_KEYS if (old and all(a in old for a in g)) or (new and all(a in new for a in g)))
 
     def _after(self, http_response: Any, parsed: dict[str, Any], model: Any, **_: Any) -> None:
         pre = self._pending.pop()

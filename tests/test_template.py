@@ -179,8 +179,10 @@ def test_the_notifier_reads_new_mailbox_entries_from_the_stream_with_partial_bat
     assert props["DestinationConfig"]["OnFailure"] == {
         "Type": "SQS", "Destination": {"Fn::GetAtt": ["NotifierDeadLetterQueue", "Arn"]}}
     assert resources["NotifierDeadLetterQueue"]["Type"] == "AWS::SQS::Queue"
-    (pattern,) = [json.loads(f["Pattern"]) for f in props["FilterCriteria"]["Filters"]]
-    assert pattern == {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"GSI3PK": {"S": [{"exists": True}]}}}}
+    mail, a2a = [json.loads(f["Pattern"]) for f in props["FilterCriteria"]["Filters"]]
+    assert mail == {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"GSI3PK": {"S": [{"exists": True}]}}}}
+    # docs/protocol.md 13.6: the history entries of transitions of tasks with A2A push configs
+    assert a2a == {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"a2aPush": {"BOOL": [True]}}}}
     source_text = (FUNCTIONS / "notifier.py").read_text(encoding="utf-8")
     assert "process_partial_response" in source_text and "EventType.DynamoDBStreams" in source_text
 
@@ -191,9 +193,12 @@ def test_table_schema(template):
     assert props["KeySchema"] == [{"AttributeName": "PK", "KeyType": "HASH"},
                                   {"AttributeName": "SK", "KeyType": "RANGE"}]
     indexes = {i["IndexName"]: i for i in props["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"GSI1", "GSI2", "GSI3"}
+    assert set(indexes) == {"GSI1", "GSI2", "GSI3", "GSI4"}
+    from relaynet.store.table import INDEX_KEYS
+
     for name, index in indexes.items():
-        assert [k["AttributeName"] for k in index["KeySchema"]] == [f"{name}PK", f"{name}SK"]
+        keys = list(INDEX_KEYS.get(name, (f"{name}PK", f"{name}SK")))
+        assert [k["AttributeName"] for k in index["KeySchema"]] == keys
         if name != "GSI3":
             assert index["Projection"] == {"ProjectionType": "ALL"}
     # the mailbox view (relaynet.mailbox) projects only what the inbox summary reads

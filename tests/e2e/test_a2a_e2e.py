@@ -153,7 +153,7 @@ def test_a_task_followed_to_completed_carries_its_artifact_and_a_follow_up_reach
         call(hub, planner, "send_message", message("one more", message_id="a2a-flow-3", task_id=task.id))
 
 
-def test_list_tasks_pages_through_the_callers_tasks_newest_first(hub):
+def test_list_tasks_pages_through_the_callers_tasks_newest_update_first(hub):
     reviewer = hub.token("reviewer")
     ids = [call(hub, reviewer, "send_message", message(f"list task {n}", message_id=f"a2a-list-{n}")).task.id
            for n in range(3)]
@@ -166,6 +166,9 @@ def test_list_tasks_pages_through_the_callers_tasks_newest_first(hub):
         if not token:
             break
     assert seen == list(reversed(ids))  # only the reviewer's, newest first
+    call(hub, reviewer, "cancel_task", pb.CancelTaskRequest(id=ids[0]))  # an update moves it to the front
+    first = call(hub, reviewer, "list_tasks", pb.ListTasksRequest(page_size=1))
+    assert [t.id for t in first.tasks] == [ids[0]]
     submitted = call(hub, reviewer, "list_tasks", pb.ListTasksRequest(status=pb.TASK_STATE_COMPLETED))
     assert list(submitted.tasks) == []
     with pytest.raises(a2a_errors.InvalidParamsError):

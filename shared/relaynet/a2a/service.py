@@ -181,25 +181,27 @@ def _creator_is(task: dict[str, Any], p: Principal) -> bool:
 
 def list_tasks(p: Principal, agent: str, params: wire.ListTasksParams, max_read: int = 1000) -> dict[str, Any]:
     """ListTasks: the tasks the caller (its agent; a representative: itself) created for
-    ``agent``, newest first (task ids are time-ordered: newest *created* first, docs/protocol.md
-    11.2), filtered by ``contextId``, ``status`` and ``statusTimestampAfter``; ``pageSize`` per
-    page, ``nextPageToken`` "" at the end. Artifacts only with ``includeArtifacts`` (a Query per
-    task); history only with ``historyLength`` > 0. Raises A2AError InvalidParams (bad status,
-    timestamp or page token)."""
+    ``agent``, newest *update* first (GSI4, docs/protocol.md 13.2), filtered by ``contextId``,
+    ``status`` and ``statusTimestampAfter`` (the walk stops at the first task updated at or
+    before it); ``pageSize`` per page, ``nextPageToken`` "" at the end. A task updated while a
+    client pages moves to the front, as A2A's order says. Artifacts only with
+    ``includeArtifacts`` (a Query per task); history only with ``historyLength`` > 0. Raises
+    A2AError InvalidParams (bad status, timestamp or page token)."""
     if params.status is not None and params.status not in wire.TASK_STATES:
         raise A2AError(wire.INVALID_PARAMS, f"status must be one of {', '.join(wire.TASK_STATES)}",
                        {"fields": [{"field": "status", "message": "unknown TaskState"}]})
+    after_ms = None
     if params.statusTimestampAfter is not None:
         try:
-            clock.parse_iso(params.statusTimestampAfter)
+            after_ms = clock.parse_iso(params.statusTimestampAfter)
         except ValueError:
             raise A2AError(wire.INVALID_PARAMS, "statusTimestampAfter must be an RFC 3339 timestamp",
                            {"fields": [{"field": "statusTimestampAfter", "message": "not a timestamp"}]}) from None
     wanted = wire.RELAYNET_STATES.get(params.status, frozenset()) if params.status else None
-    listing = cursors.Listing("a2a.ListTasks", p, agent=agent, status=params.status, contextId=params.contextId,
-                              after=params.statusTimestampAfter)
+    listing = cursors.Listing("a2a.ListTasks.byUpdate", p, agent=agent, status=params.status,
+                              contextId=params.contextId, after=params.statusTimestampAfter)
     try:
-        position = listing.position(params.pageToken or None)
+        start = listing.position(params.pageToken or None)  # [updatedAt, [ids already listed at it]]
     except InvalidArgument:
         raise A2AError(wire.INVALID_PARAMS, "pageToken is not a token this list gave",
                        {"fields": [{"field": "pageToken", "message": "unknown page token"}]}) from None
@@ -207,11 +209,31 @@ def list_tasks(p: Principal, agent: str, params: wire.ListTasksParams, max_read:
     def accept(task: dict[str, Any]) -> bool:
         return (_creator_is(task, p) and belongs(task, agent)
                 and (wanted is None or task["state"] in wanted)
-                and (params.contextId is None or task.get("threadId") == params.contextId)
-                and wire.after(task, params.statusTimestampAfter))
+                and (params.contextId is None or task.get("threadId") == params.contextId))
 
-    walk = task_store.walk_newest(p.network_id, position, min(max_read, 100))
-    page, last = cursors.page_scan(walk, lambda task: task["id"], accept, params.pageSize, max_read)
+    def candidates() -> Any:
+        listed = set(start[1]) if start else set()
+        for task in task_store.walk_recent(p.network_id, start[0] if start else None, min(max_read, 100)):
+            if after_ms is not None and clock.parse_iso(task["updatedAt"]) <= after_ms:
+                return  # newest update first: every further task is older
+            if start and task["updatedAt"] == start[0] and task["id"] in listed:
+                continue  # listed on an earlier page (same millisecond as its last task)
+            yield task
+
+    run: dict[str, Any] = {"at": start[0] if start else None, "ids": list(start[1]) if start else []}
+    memo: dict[str, list[Any]] = {}
+
+    def position(task: dict[str, Any]) -> list[Any]:
+        """Where the list goes on after ``task``: its ``updatedAt`` and every task id of that
+        millisecond walked so far (ties have no defined order in the index)."""
+        if task["id"] not in memo:
+            if task["updatedAt"] != run["at"]:
+                run["at"], run["ids"] = task["updatedAt"], []
+            run["ids"].append(task["id"])
+            memo[task["id"]] = [run["at"], list(run["ids"])]
+        return memo[task["id"]]
+
+    page, last = cursors.page_scan(candidates(), position, accept, params.pageSize, max_read)
     length = params.historyLength or 0
     out = []
     for task in page:

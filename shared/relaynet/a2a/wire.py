@@ -221,9 +221,3 @@ def task_view(task: dict[str, Any], artifacts: list[dict[str, Any]] | None,
         out["history"] = history(task, messages, history_length)
     return out
 
-
-def after(task: dict[str, Any], timestamp: str | None) -> bool:
-    """Whether ``task`` was updated after ``timestamp`` (RFC 3339; None: always)."""
-    if timestamp is None:
-        return True
-    return clock.parse_iso(task["updatedAt"]) > clock.parse_iso(timestamp)

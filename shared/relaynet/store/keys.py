@@ -30,6 +30,8 @@ GSI2 (listings): ``GSI2PK = NET#<net>#TASKS``,
 GSI3 (mailbox view, keys and ``kind``/``createdAt``/``senderInstance`` only): every mailbox entry
 of an agent and of each of its instances under ``GSI3PK = NET#<net>#MBOXV#<agent>``,
 ``GSI3SK = MSG#<msg>``, so one Query counts what an instance could fetch (``GET /v1/inbox/summary``).
+GSI4 (tasks by last update): the tasks' own ``GSI2PK`` and ``updatedAt`` as its keys
+(relaynet.store.table.INDEX_KEYS), newest update first for A2A's ListTasks.
 """
 
 from __future__ import annotations

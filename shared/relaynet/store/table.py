@@ -376,12 +376,18 @@ def iterate(
     yield from _pages(kwargs, page_size)
 
 
+#: Indexes whose key attributes are not ``<index>PK`` / ``<index>SK`` (template.yaml): GSI4 orders
+#: the task listing partition (GSI2PK) by the tasks' own ``updatedAt``, so every task is in it
+#: without a key attribute of its own.
+INDEX_KEYS = {"GSI4": ("GSI2PK", "updatedAt")}
+
+
 def _query_kwargs(pk: str, *, sk_prefix: str | None, sk_gt: str | None, sk_lt: str | None,
                   sk_between: tuple[str, str] | None, index: str | None, forward: bool, consistent: bool,
                   filter_expr: str | None, filter_values: dict[str, Any] | None,
                   filter_names: dict[str, str] | None) -> dict[str, Any]:
     """The Query request of :func:`query` and :func:`iterate` (without ``Limit``)."""
-    pk_attr, sk_attr = ("PK", "SK") if index is None else (f"{index}PK", f"{index}SK")
+    pk_attr, sk_attr = ("PK", "SK") if index is None else INDEX_KEYS.get(index, (f"{index}PK", f"{index}SK"))
     cond = "#pk = :pk"
     names = {"#pk": pk_attr}
     vals: dict[str, Any] = {":pk": {"S": pk}}

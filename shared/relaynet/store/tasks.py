@@ -98,6 +98,15 @@ def walk_newest(net: str, before_id: str | None, page_size: int) -> Iterator[dic
     return t.iterate(k.tasks_index(net), index="GSI2", forward=False, sk_lt=before_id, page_size=page_size)
 
 
+def walk_recent(net: str, at_or_before: str | None, page_size: int) -> Iterator[dict[str, Any]]:
+    """The network's tasks newest *update* first, lazily (GSI4: the listing partition by
+    ``updatedAt``), those updated at or before ``at_or_before`` (an ``updatedAt``) when given,
+    ``page_size`` per Query. ``updatedAt`` is fixed-width (relaynet.clock.iso), so ``< at + "~"``
+    is ``<= at``. Tasks updated in the same millisecond come in no defined order."""
+    return t.iterate(k.tasks_index(net), index="GSI4", forward=False,
+                     sk_lt=at_or_before + "~" if at_or_before else None, page_size=page_size)
+
+
 def parked(net: str, limit: int) -> list[dict[str, Any]]:
     """Up to ``limit`` parked pending tasks of the network, group by group (its wait markers, then
     GSI1 of each group, oldest first within a group)."""
