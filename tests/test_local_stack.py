@@ -249,10 +249,13 @@ def test_create_table_builds_the_template_schema(stack):
                                   {"AttributeName": "SK", "KeyType": "RANGE"}]
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     indexes = {i["IndexName"]: i for i in table["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"GSI1", "GSI2", "GSI3"}
+    assert set(indexes) == {"GSI1", "GSI2", "GSI3", "GSI4"}
+    from relaynet.store.table import INDEX_KEYS
+
     for name, index in indexes.items():
-        assert index["KeySchema"] == [{"AttributeName": f"{name}PK", "KeyType": "HASH"},
-                                      {"AttributeName": f"{name}SK", "KeyType": "RANGE"}]
+        pk, sk = INDEX_KEYS.get(name, (f"{name}PK", f"{name}SK"))
+        assert index["KeySchema"] == [{"AttributeName": pk, "KeyType": "HASH"},
+                                      {"AttributeName": sk, "KeyType": "RANGE"}]
         assert index["Projection"]["ProjectionType"] == ("INCLUDE" if name == "GSI3" else "ALL")
     ttl = client.describe_time_to_live(TableName="relaynet-schema-test")["TimeToLiveDescription"]
     assert ttl["AttributeName"] == "ttl" and ttl["TimeToLiveStatus"] == "ENABLED"
