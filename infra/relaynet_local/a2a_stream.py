@@ -109,7 +109,7 @@ def serve(request: dict[str, Any], call: Callable[[dict[str, Any]], tuple[int, d
         write(_sse({"jsonrpc": "2.0", "id": rpc_id, "result": {"task": task}}))
         if stream.is_final(task):
             return "final"
-        sent, artifacts = task, {a["artifactId"] for a in task.get("artifacts") or []}
+        sent, artifacts = stream.signature(task), {a["artifactId"] for a in task.get("artifacts") or []}
         changed.set()  # a change made between the opening answer and the listener is read at once
         quiet_since = time.monotonic()
         while True:
@@ -138,7 +138,7 @@ def serve(request: dict[str, Any], call: Callable[[dict[str, Any]], tuple[int, d
             if not events and time.monotonic() - quiet_since >= KEEPALIVE_SECONDS:
                 write(b": keepalive\n\n")
             quiet_since = time.monotonic()
-            sent = now
+            sent = stream.signature(now)
             if stream.is_final(now):
                 return "final"
     except OSError:  # the client went away (a broken pipe, a reset)

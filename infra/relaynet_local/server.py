@@ -328,6 +328,20 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(403, "permission_denied", "forbidden", request_id), None
         return 0, answer.get("context") or {}
 
+    def _open_event_stream(self, request_id: str) -> None:
+        """A Server-Sent Events response's 200 and headers; the connection closes when it ends."""
+        self.send_response(200)
+        for name, value in (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
+                            ("Connection", "close"), ("X-Accel-Buffering", "no"), ("apigw-requestid", request_id)):
+            self.send_header(name, value)
+        self.end_headers()
+        self.close_connection = True
+
+    def _write_chunk(self, chunk: bytes) -> None:
+        """One chunk of a streamed response, flushed at once."""
+        self.wfile.write(chunk)
+        self.wfile.flush()
+
     def _events(self, stack: "LocalStack", path: str, query: str, request_id: str) -> int:
         """``GET /v1/events`` (relaynet_local.event_stream): 200 and the stream until it ends."""
         status, context = self._authorize(stack, path, f"GET {EVENTS_PATH}", query, {}, request_id)
@@ -342,18 +356,8 @@ class _Handler(BaseHTTPRequestHandler):
         last_event_id = self.headers.get("Last-Event-ID")
         if last_event_id is None:
             last_event_id = dict(parse_qsl(query, keep_blank_values=True)).get("lastEventId")
-        self.send_response(200)
-        for name, value in (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
-                            ("Connection", "close"), ("X-Accel-Buffering", "no"), ("apigw-requestid", request_id)):
-            self.send_header(name, value)
-        self.end_headers()
-        self.close_connection = True
-
-        def write(chunk: bytes) -> None:
-            self.wfile.write(chunk)
-            self.wfile.flush()
-
-        why = stack.events.serve(write, principal, token_hash, last_event_id)  # type: ignore[union-attr]
+        self._open_event_stream(request_id)
+        why = stack.events.serve(self._write_chunk, principal, token_hash, last_event_id)  # type: ignore[union-attr]
         log.info("events of %s ended: %s", principal.instance_id or f"rep:{principal.rep}", why)
         return 200
 
@@ -382,21 +386,9 @@ class _Handler(BaseHTTPRequestHandler):
             status[0] = code
             self._send(code, headers, data, request_id)
 
-        def open_stream() -> None:
-            self.send_response(200)
-            for name, value in (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
-                                ("Connection", "close"), ("X-Accel-Buffering", "no"), ("apigw-requestid", request_id)):
-                self.send_header(name, value)
-            self.end_headers()
-            self.close_connection = True
-
-        def write(chunk: bytes) -> None:
-            self.wfile.write(chunk)
-            self.wfile.flush()
-
         principal = Principal.from_context(context)
         token_hash = hash_token(bearer(self.headers.get("Authorization")) or "")
-        why = a2a_stream.serve(request, call, reply, open_stream, write,
+        why = a2a_stream.serve(request, call, reply, lambda: self._open_event_stream(request_id), self._write_chunk,
                                lambda: token_proves(token_hash, principal), stack._stopping)
         log.info("a2a %s on %s ended: %s", request.get("method"), path, why)
         return status[0]

@@ -115,10 +115,9 @@ def _claim_released(item: dict[str, Any]) -> Addressed | None:
     transaction writes (relaynet.claims: ``kind`` claim, ``state`` released): for every instance
     of the network but the one that released it. ``{event, id (the operator event's), networkId,
     instanceId, claimId, scope, createdAt}``. Live only: it is no mail, so a resume replays none."""
-    pk = str(item.get("PK", ""))
-    if not pk.endswith("#EVENTS") or item.get("kind") != "claim" or item.get("state") != "released":
+    net = k.events_network(str(item.get("PK", "")))
+    if net is None or item.get("kind") != "claim" or item.get("state") != "released":
         return None
-    net = pk.removeprefix("NET#").removesuffix("#EVENTS")
     actor = item.get("actor") or {}
     event = {"event": "claim_released", "id": item["id"], "networkId": net, "instanceId": None,
              "claimId": item.get("claimId"), "scope": item.get("scope"), "createdAt": item.get("at")}
@@ -154,10 +153,10 @@ def activity(item: dict[str, Any]) -> dict[str, Any] | None:
     """The ``activity`` event of a committed history entry (``NET#<net>#EVENTS`` / ``EVT#<id>``,
     relaynet.events), or None for any other item: ``{event, id, networkId, kind, actor, at}``
     and the :data:`ACTIVITY_REFS` it has. For representatives whose grants cover the network."""
-    pk, sk = str(item.get("PK", "")), str(item.get("SK", ""))
-    if not pk.endswith("#EVENTS") or not sk.startswith("EVT#") or "id" not in item:
+    net = k.events_network(str(item.get("PK", "")))
+    if net is None or not str(item.get("SK", "")).startswith("EVT#") or "id" not in item:
         return None
-    event = {"event": "activity", "id": item["id"], "networkId": pk.removeprefix("NET#").removesuffix("#EVENTS"),
+    event = {"event": "activity", "id": item["id"], "networkId": net,
              "kind": item.get("kind"), "actor": item.get("actor"), "at": item.get("at")}
     for name in ACTIVITY_REFS:
         if item.get(name) is not None:

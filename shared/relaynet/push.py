@@ -272,6 +272,16 @@ def _due(first_ms: int, attempts: int) -> int:
     return first_ms + int(min(offset, cfg.push_retry_window) * 1000)
 
 
+def next_attempt_at(first_ms: int, failures: int, now_ms: int) -> int | None:
+    """When the retry after ``failures`` failed attempts is due (ms; never before ``now_ms``), or
+    None when the retry window that began at ``first_ms`` is over (docs/protocol.md 10.3: base,
+    2 base, 4 base... after the first attempt, for ``RELAYNET_PUSH_RETRY_WINDOW_SECONDS``). The
+    webhook deliveries and A2A push configs (relaynet.a2a.push) share it."""
+    if now_ms - first_ms >= settings().push_retry_window * 1000:
+        return None
+    return max(_due(first_ms, failures), now_ms)
+
+
 def _delivery_item(net: str, inst_id: str, event: dict[str, Any], **fields: Any) -> dict[str, Any]:
     pk, sk = k.push_delivery(net, inst_id, event["deliveryId"])
     return {"PK": pk, "SK": sk, "type": "pushDelivery", "networkId": net, "instanceId": inst_id, "event": event,
@@ -314,11 +324,12 @@ def attempt(net: str, inst_id: str, config: dict[str, Any], event: dict[str, Any
         _record(net, inst_id, status, None, now, False)
         return "delivered"
     item["lastError"] = error[:300]
-    final = now - first >= settings().push_retry_window * 1000
-    if final:
+    due = next_attempt_at(first, failures, now)
+    final = due is None
+    if due is None:
         item.update(state="failed", ttl=now // 1000 + FAILED_KEEP_SECONDS)
     else:
-        item = _retrying(item, max(_due(first, failures), now))
+        item = _retrying(item, due)
     t.put(item)
     _record(net, inst_id, status, error, now, final)
     return "failed" if final else "retrying"

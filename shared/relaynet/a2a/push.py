@@ -3,7 +3,7 @@
 
 - **Configs**: ``CreateTaskPushNotificationConfig`` (A2A's ``TaskPushNotificationConfig``:
   ``taskId``, ``id`` (default the task id), ``url``, ``token``, ``authentication {scheme,
-  credentials}``) on a task the endpoint's agent owns (relaynet.a2a.service.belongs); Get, List
+  credentials}``) on a task the endpoint's agent owns (relaynet.a2a.wire.belongs); Get, List
   and Delete. Configs are the caller's own (an instance: its agent's; a representative: its own),
   at most :data:`relaynet.store.a2a_push.MAX_PER_OWNER` per task; the same id replaces. The URL
   follows the webhook target rules (relaynet.push.check_url); ``token`` (16 to 256 characters) is
@@ -18,8 +18,8 @@
   it) and ``Authorization: <scheme> <credentials>`` when credentials are given.
 - **When**: at each transition's history entry (the webhook notifier's stream filter selects the
   entries of tasks with a config; at the write locally). A config is leased while it is sent, so
-  two paths never post one change twice; the sender reads the task again afterwards, so a change
-  made meanwhile is not left behind. An artifact is pushed with the next transition (publishing
+  two paths never post one change twice; the sender that delivered reads the task again, so a
+  change made meanwhile is not left behind (:func:`dispatch`). An artifact is pushed with the next transition (publishing
   writes no history entry), before the status that completes the task.
 - **Retries**: a failed POST leaves the receiver's ``sent`` as it was and lists the config as due
   after ``base, 2 base, 4 base...`` (``RELAYNET_PUSH_RETRY_BASE_SECONDS``) from its first failure
@@ -32,57 +32,23 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Optional
+from typing import Any
 
-from pydantic import Field
-
-from relaynet import clock, push as webhooks_push
+from relaynet import clock
+from relaynet import push as webhooks
 from relaynet.a2a import stream, wire
-from relaynet.a2a.service import belongs
-from relaynet.a2a.wire import A2AError
-from relaynet.config import settings
+from relaynet.a2a.wire import A2AError, PushConfig, PushConfigParams, belongs
 from relaynet.errors import InvalidArgument
 from relaynet.identity import Principal
 from relaynet.store import a2a_push as store
 from relaynet.store import keys as k
+from relaynet.tasks import artifact_view
 
 LEASE_MS = 30_000  # a sender owns a config this long (longer than a few POSTs)
-ROUNDS = 3         # reads of the task one dispatch makes at most (a change made while it sent)
+ROUNDS = 10        # reads of the task one sender makes at most while changes keep coming as it posts
 EVENT = "a2a_task"
 TOKEN_HEADER = "X-A2A-Notification-Token"
 _CONFIG_ID = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
-
-
-class AuthenticationInfo(wire._Lenient):
-    """A2A ``AuthenticationInfo``: ``scheme`` (e.g. ``Bearer``) and ``credentials``."""
-
-    scheme: str = Field(min_length=1, max_length=64)
-    credentials: Optional[str] = Field(None, max_length=4096)
-
-
-class ConfigParams(wire._Lenient):
-    """A2A ``TaskPushNotificationConfig`` as CreateTaskPushNotificationConfig's params."""
-
-    taskId: str = Field(min_length=1)
-    id: Optional[str] = None
-    url: str = Field(min_length=1, max_length=2048)
-    token: Optional[str] = None
-    authentication: Optional[AuthenticationInfo] = None
-
-
-class ConfigRef(wire._Lenient):
-    """Get/DeleteTaskPushNotificationConfig's params: the task and the config id."""
-
-    taskId: str = Field(min_length=1)
-    id: str = Field(min_length=1)
-
-
-class ListParams(wire._Lenient):
-    """ListTaskPushNotificationConfigs' params (a task's configs fit one page)."""
-
-    taskId: str = Field(min_length=1)
-    pageSize: Optional[int] = Field(None, ge=1, le=100)
-    pageToken: Optional[str] = None
 
 
 def owner(p: Principal) -> str:
@@ -103,33 +69,22 @@ def _public(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def sent_of(view: dict[str, Any]) -> dict[str, Any]:
-    """What a receiver has once it was sent ``view`` (an A2A Task view): the Relaynet state, the
-    status message id, the artifact ids."""
-    return {"state": view["metadata"]["relaynet"]["state"],
-            "messageId": (view["status"].get("message") or {}).get("messageId"),
-            "artifacts": [a["artifactId"] for a in view.get("artifacts") or []]}
-
-
-def _as_view(sent: dict[str, Any]) -> dict[str, Any]:
-    """The Task view ``sent`` stands for, as much as relaynet.a2a.stream.updates compares."""
-    message = {"messageId": sent["messageId"]} if sent.get("messageId") else None
-    return {"status": {"state": wire.STATES.get(sent.get("state"), ""), "message": message},
-            "metadata": {"relaynet": {"state": sent.get("state")}}}
+    """What a receiver has once it was sent ``view`` (an A2A Task view): its status signature
+    (relaynet.a2a.stream.signature) and the artifact ids."""
+    return {**stream.signature(view), "artifacts": [a["artifactId"] for a in view.get("artifacts") or []]}
 
 
 def _view(task: dict[str, Any], artifacts: list[dict[str, Any]]) -> dict[str, Any]:
-    from relaynet.tasks import artifact_view
-
     return wire.task_view(task, [artifact_view(a) for a in artifacts], None, 0)
 
 
-def check(params: ConfigParams, where: str = "") -> None:
+def check(params: PushConfig, where: str = "") -> None:
     """The checks of a config that need no read (``where`` prefixes the field names, e.g.
     ``configuration.taskPushNotificationConfig.``). Raises A2AError InvalidParams."""
     if params.id is not None and not _CONFIG_ID.fullmatch(params.id):
         raise _invalid(where + "id", "1 to 128 letters, digits or . _ : @ -")
     try:
-        webhooks_push.check_url(params.url)
+        webhooks.check_url(params.url)
     except InvalidArgument as exc:
         raise _invalid(where + "url", exc.message.removeprefix("url: ")) from None
     if not params.token or not 16 <= len(params.token) <= 256:
@@ -137,7 +92,7 @@ def check(params: ConfigParams, where: str = "") -> None:
                                         "and is sent as X-A2A-Notification-Token")
 
 
-def create(p: Principal, agent: str, params: ConfigParams) -> dict[str, Any]:
+def create(p: Principal, agent: str, params: PushConfigParams) -> dict[str, Any]:
     """CreateTaskPushNotificationConfig: the stored config (without its token). The receiver
     is sent the changes after this call. Raises A2AError (InvalidParams: url, token, id, too
     many configs; TaskNotFound; UnsupportedOperation: a terminal task has nothing to push)."""
@@ -146,7 +101,7 @@ def create(p: Principal, agent: str, params: ConfigParams) -> dict[str, Any]:
     net = p.network_id
     task, artifacts, configs = store.partition(net, params.taskId)
     if task is None or not belongs(task, agent):
-        raise A2AError(wire.TASK_NOT_FOUND, f"no task {params.taskId!r} of agent {agent!r}", {"taskId": params.taskId})
+        raise wire.task_not_found(params.taskId, agent)
     view = _view(task, artifacts)
     if view["status"]["state"] in stream.TERMINAL:
         raise A2AError(wire.UNSUPPORTED_OPERATION, f"task {task['id']!r} is {task['state']}: it has no more "
@@ -159,22 +114,21 @@ def create(p: Principal, agent: str, params: ConfigParams) -> dict[str, Any]:
         fields["authentication"] = params.authentication.model_dump(exclude_none=True)
     try:
         store.put(net, task["id"], owner(p), config_id, fields, sent_of(view), clock.now_iso())
-    except store.t.TransactionCancelled:
-        raise A2AError(wire.TASK_NOT_FOUND, f"no task {params.taskId!r} of agent {agent!r}",
-                       {"taskId": params.taskId}) from None
+    except store.TransactionCancelled:  # the task went away since it was read
+        raise wire.task_not_found(params.taskId, agent) from None
     return _public({"configId": config_id, "taskId": task["id"], **fields})
 
 
 def _owned(p: Principal, agent: str, task_id: str) -> list[dict[str, Any]]:
-    from relaynet.store import tasks as task_store
-
-    task = task_store.get(p.network_id, task_id)
+    """The caller's configs of a task the endpoint shows (one Query of the task's partition).
+    Raises A2AError TaskNotFound."""
+    task, _, configs = store.partition(p.network_id, task_id)
     if task is None or not belongs(task, agent):
-        raise A2AError(wire.TASK_NOT_FOUND, f"no task {task_id!r} of agent {agent!r}", {"taskId": task_id})
-    return store.owned(p.network_id, task_id, owner(p))
+        raise wire.task_not_found(task_id, agent)
+    return [c for c in configs if c["owner"] == owner(p)]
 
 
-def get(p: Principal, agent: str, params: ConfigRef) -> dict[str, Any]:
+def get(p: Principal, agent: str, params: wire.PushConfigRef) -> dict[str, Any]:
     """GetTaskPushNotificationConfig: the caller's config ``id`` of the task. Raises A2AError
     TaskNotFound (no such task, or no such config of the caller's: A2A names no other error)."""
     for item in _owned(p, agent, params.taskId):
@@ -184,13 +138,13 @@ def get(p: Principal, agent: str, params: ConfigRef) -> dict[str, Any]:
                    {"taskId": params.taskId, "id": params.id})
 
 
-def list_configs(p: Principal, agent: str, params: ListParams) -> dict[str, Any]:
+def list_configs(p: Principal, agent: str, params: wire.ListPushConfigsParams) -> dict[str, Any]:
     """ListTaskPushNotificationConfigs: ``{configs, nextPageToken: ""}`` (the caller's, at most
     :data:`store.MAX_PER_OWNER`: one page). Raises A2AError TaskNotFound."""
     return {"configs": [_public(i) for i in _owned(p, agent, params.taskId)], "nextPageToken": ""}
 
 
-def delete(p: Principal, agent: str, params: ConfigRef) -> dict[str, Any]:
+def delete(p: Principal, agent: str, params: wire.PushConfigRef) -> dict[str, Any]:
     """DeleteTaskPushNotificationConfig: ``{}`` (google.protobuf.Empty), also when the config
     was already gone (idempotent, as the SDK's stores are). Raises A2AError TaskNotFound."""
     _owned(p, agent, params.taskId)
@@ -214,7 +168,7 @@ def delivery_id(item: dict[str, Any], event: dict[str, Any]) -> str:
 def _post(item: dict[str, Any], event: dict[str, Any]) -> tuple[int, str | None]:
     auth = item.get("authentication") or {}
     authorization = f"{auth['scheme']} {auth['credentials']}" if auth.get("credentials") else None
-    return webhooks_push.signed_post(item["url"], item["token"], event, authorization,
+    return webhooks.signed_post(item["url"], item["token"], event, authorization,
                                      {TOKEN_HEADER: item["token"], "X-Relaynet-Event": EVENT,
                                       "X-Relaynet-Delivery": delivery_id(item, event)})
 
@@ -231,19 +185,22 @@ def _send(item: dict[str, Any], events: list[dict[str, Any]], now_sent: dict[str
     if error is None:
         store.delivered(item, now_sent, status, now)
         return "delivered"
-    cfg = settings()
     attempts = int(item.get("attempts") or 0) + 1
     first = int(item.get("firstFailureAt") or now)
-    over = now - first >= cfg.push_retry_window * 1000
-    due = None if over else max(now, first + int(min(cfg.push_retry_base * (2 ** attempts - 1), cfg.push_retry_window) * 1000))
+    due = webhooks.next_attempt_at(first, attempts, now)
     store.failed(item, status, error, attempts, first, due)
-    return "failed" if over else "retrying"
+    return "failed" if due is None else "retrying"
 
 
 def dispatch(net: str, task_id: str) -> dict[str, int]:
     """Send every config of the task the changes its receiver has not had (module docstring);
     counts by outcome (``delivered``, ``retrying``, ``failed``, ``busy``: another sender holds
-    it or delivered since the read). Raises on DynamoDB errors, never on a receiver's failure."""
+    it or delivered since the read). Raises on DynamoDB errors, never on a receiver's failure.
+
+    Only a sender that delivered reads the task again: a change committed before a sender that
+    lost its lease read the task is seen by the holder's read after its delivery (the holder
+    delivered after that read, or still held the lease then), and a holder whose POST failed
+    leaves the config to :func:`retry_due`, which sends the task as it then is."""
     stats: dict[str, int] = {}
     for _ in range(ROUNDS):
         task, artifacts, configs = store.partition(net, task_id)
@@ -252,17 +209,14 @@ def dispatch(net: str, task_id: str) -> dict[str, int]:
         view, again = _view(task, artifacts), False
         for item in configs:
             sent = item.get("sent") or {}
-            events = stream.updates(_as_view(sent), view, set(sent.get("artifacts") or []))
+            events = stream.updates(sent, view, set(sent.get("artifacts") or []))
             now = clock.now_ms()
             if not events:
                 if item.get("GSI1PK") and store.lease(item, now, now + LEASE_MS):
                     store.delivered(item, sent_of(view), int(item.get("lastStatus") or 0), now)  # caught up
                 continue
-            if not store.lease(item, now, now + LEASE_MS):
-                # another sender holds it (it reads the task again after its send) or delivered
-                # since this read: read again, so a change this read saw is never left behind
+            if not store.lease(item, now, now + LEASE_MS):  # the holder reads again after it delivers
                 stats["busy"] = stats.get("busy", 0) + 1
-                again = True
                 continue
             outcome = _send(item, events, sent_of(view))
             stats[outcome] = stats.get(outcome, 0) + 1
@@ -275,10 +229,10 @@ def dispatch(net: str, task_id: str) -> dict[str, int]:
 def notify(entry: dict[str, Any]) -> dict[str, int]:
     """The deliveries one committed history entry makes (a stream INSERT's new image, at the write
     or from the stream): only a task transition's entry marked ``a2aPush``; others give ``{}``."""
-    pk = str(entry.get("PK", ""))
-    if not entry.get("a2aPush") or not entry.get("taskId") or not pk.endswith("#EVENTS"):
+    net = k.events_network(str(entry.get("PK", "")))
+    if net is None or not entry.get("a2aPush") or not entry.get("taskId"):
         return {}
-    return dispatch(pk.removeprefix(k.net("")).removesuffix("#EVENTS"), entry["taskId"])
+    return dispatch(net, entry["taskId"])
 
 
 def retry_due(limit: int = 100) -> dict[str, int]:

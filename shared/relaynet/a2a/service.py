@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from relaynet import claims, clock, cursors, messaging, tasks
-from relaynet.a2a import wire
-from relaynet.a2a.wire import A2AError
+from relaynet.a2a import push, wire
+from relaynet.a2a.wire import A2AError, belongs
 from relaynet.control.grants import scope
 from relaynet.errors import InvalidArgument, InvalidTransition, NotFound, PermissionDenied
 from relaynet.identity import Principal
@@ -48,13 +48,6 @@ def bind(principal: Principal, network: str, agent: str) -> Principal:
     if not wire.is_name(agent) or dir_store.agent(bound.network_id, agent) is None:
         raise NotFound(f"no agent {agent[:64]!r} in network {network!r}")
     return bound
-
-
-def belongs(task: dict[str, Any], agent: str) -> bool:
-    """Whether ``task`` is ``agent``'s (module docstring)."""
-    if (task.get("target") or {}).get("agent") == agent:
-        return True
-    return any((h.get("actor") or {}).get("agent") == agent for h in task.get("history") or [])
 
 
 def _texts(message: wire.Message) -> list[str]:
@@ -88,7 +81,7 @@ def _invalid(exc: ValidationError) -> A2AError:
 def _task(net: str, task_id: str, agent: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     task, artifacts = task_store.with_artifacts(net, task_id)
     if task is None or not belongs(task, agent):
-        raise A2AError(wire.TASK_NOT_FOUND, f"no task {task_id!r} of agent {agent!r}", {"taskId": task_id})
+        raise wire.task_not_found(task_id, agent)
     return task, artifacts
 
 
@@ -103,42 +96,20 @@ def _view(net: str, task: dict[str, Any], artifacts: list[dict[str, Any]] | None
 _PUSH_FIELD = "configuration.taskPushNotificationConfig."
 
 
-def _push_config(params: wire.SendMessageParams) -> Any:
-    """``configuration.taskPushNotificationConfig`` checked before anything is written
-    (relaynet.a2a.push.ConfigParams; its taskId is the message's task), or None."""
-    from relaynet.a2a import push
-
-    raw = params.configuration.taskPushNotificationConfig if params.configuration else None
-    if raw is None:
-        return None
-    try:
-        config = push.ConfigParams.model_validate({**raw, "taskId": params.message.taskId or "new"})
-    except ValidationError as exc:
-        fields = [{"field": _PUSH_FIELD + ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()]
-        raise A2AError(wire.INVALID_PARAMS, "invalid params: " + "; ".join(f"{f['field']}: {f['message']}" for f in fields),
-                       {"fields": fields}) from None
-    push.check(config, _PUSH_FIELD)
-    return config
-
-
-def _set_push(p: Principal, agent: str, config: Any, task_id: str) -> None:
-    from relaynet.a2a import push
-
-    push.create(p, agent, config.model_copy(update={"taskId": task_id}))
-
-
 def send_message(p: Principal, agent: str, params: wire.SendMessageParams) -> dict[str, Any]:
     """SendMessage: ``{"task": Task}``. Without ``message.taskId`` it delegates a new task to
     ``agent`` (the first text part is the objective, each further one an acceptance criterion);
     with it, the text is an ask in that task's thread, to its assignee (or the agent while nobody
     holds it). ``configuration.taskPushNotificationConfig`` sets a push config on the task
-    (relaynet.a2a.push.create), checked before anything is written. Raises A2AError (ContentTypeNotSupported: a non-text part; InvalidParams: an
-    objective or criterion out of bounds; TaskNotFound; UnsupportedOperation: the task is
-    terminal) and the domain's errors (PermissionDenied: not a participant of the task's thread)."""
+    (relaynet.a2a.push.create), checked before anything is written. Raises A2AError
+    (ContentTypeNotSupported: a non-text part; InvalidParams: an objective, criterion or push
+    config out of bounds; TaskNotFound; UnsupportedOperation: the task is terminal) and the domain's errors (PermissionDenied: not a participant of the task's thread)."""
     texts = _texts(params.message)
     history_length = params.configuration.historyLength if params.configuration else None
     net = p.network_id
-    push_config = _push_config(params)
+    push_config = params.configuration.taskPushNotificationConfig if params.configuration else None
+    if push_config is not None:  # checked before anything is written
+        push.check(push_config, _PUSH_FIELD)
     if not params.message.taskId:
         try:
             req = DelegateRequest(objective=texts[0], acceptanceCriteria=texts[1:] or None, toAgent=agent)
@@ -146,7 +117,7 @@ def send_message(p: Principal, agent: str, params: wire.SendMessageParams) -> di
             raise _invalid(exc) from None
         task_id = tasks.delegate(p, req)["taskId"]
         if push_config is not None:
-            _set_push(p, agent, push_config, task_id)
+            push.create(p, agent, wire.PushConfigParams(taskId=task_id, **push_config.model_dump()))
         task, artifacts = _task(net, task_id, agent)
         return {"task": _view(net, task, artifacts, history_length)}
     task, _ = _task(net, params.message.taskId, agent)
@@ -160,7 +131,7 @@ def send_message(p: Principal, agent: str, params: wire.SendMessageParams) -> di
         raise _invalid(exc) from None
     messaging.ask(p, req)
     if push_config is not None:
-        _set_push(p, agent, push_config, task["id"])
+        push.create(p, agent, wire.PushConfigParams(taskId=task["id"], **push_config.model_dump()))
     task, artifacts = _task(net, task["id"], agent)
     return {"task": _view(net, task, artifacts, history_length)}
 

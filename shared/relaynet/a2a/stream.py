@@ -64,24 +64,26 @@ def subscribe_refusal(task: dict[str, Any]) -> wire.A2AError | None:
                          "terminal task has no updates to stream; use GetTask", {"taskId": task["id"]})
 
 
-def _signature(task: dict[str, Any]) -> tuple[Any, ...]:
-    relaynet = (task.get("metadata") or {}).get("relaynet") or {}
-    message = task["status"].get("message") or {}
-    return task["status"]["state"], relaynet.get("state"), message.get("messageId")
+def signature(task: dict[str, Any]) -> dict[str, Any]:
+    """What a client has seen of a Task view's status: ``{state, messageId}``, the Relaynet
+    state (the A2A state follows from it) and the status message's id. A status update is due
+    when it changes."""
+    return {"state": ((task.get("metadata") or {}).get("relaynet") or {}).get("state"),
+            "messageId": (task["status"].get("message") or {}).get("messageId")}
 
 
 def updates(sent: dict[str, Any], now: dict[str, Any], artifacts_sent: set[str]) -> list[dict[str, Any]]:
-    """The StreamResponses that take a client from ``sent`` (the Task view it was last sent an
-    event for) to ``now`` (a fresh one): the new artifacts (their ids are added to
-    ``artifacts_sent``), then a status update if the state or status message changed. Empty when
-    nothing a client sees changed."""
+    """The StreamResponses that take a client from ``sent`` (the :func:`signature` of what it was
+    last sent) to ``now`` (a fresh Task view): the new artifacts (their ids are added to
+    ``artifacts_sent``), then a status update if the signature changed. Empty when nothing a
+    client sees changed."""
     out: list[dict[str, Any]] = []
     for artifact in now.get("artifacts") or []:
         if artifact["artifactId"] not in artifacts_sent:
             artifacts_sent.add(artifact["artifactId"])
             out.append({"artifactUpdate": {"taskId": now["id"], "contextId": now["contextId"], "artifact": artifact,
                                            "append": False, "lastChunk": True}})
-    if _signature(sent) != _signature(now):
+    if signature(now) != {key: sent.get(key) for key in ("state", "messageId")}:
         out.append({"statusUpdate": {"taskId": now["id"], "contextId": now["contextId"], "status": now["status"],
                                      "metadata": now.get("metadata") or {}}})
     return out

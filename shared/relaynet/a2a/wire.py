@@ -123,11 +123,49 @@ class Message(_Lenient):
     contextId: Optional[str] = None
 
 
+class AuthenticationInfo(_Lenient):
+    """A2A ``AuthenticationInfo``: ``scheme`` (e.g. ``Bearer``) and ``credentials``."""
+
+    scheme: str = Field(min_length=1, max_length=64)
+    credentials: Optional[str] = Field(None, max_length=4096)
+
+
+class PushConfig(_Lenient):
+    """A2A ``TaskPushNotificationConfig`` without its task: what SendMessage's
+    ``configuration.taskPushNotificationConfig`` carries (its task is the message's). The
+    checks that are not shapes (the URL rules, the token's length) are relaynet.a2a.push.check's."""
+
+    id: Optional[str] = None
+    url: str = Field(min_length=1, max_length=2048)
+    token: Optional[str] = None
+    authentication: Optional[AuthenticationInfo] = None
+
+
+class PushConfigParams(PushConfig):
+    """CreateTaskPushNotificationConfig's params: a ``TaskPushNotificationConfig``."""
+
+    taskId: str = Field(min_length=1)
+
+
+class PushConfigRef(_Lenient):
+    """Get/DeleteTaskPushNotificationConfig's params: the task and the config id."""
+
+    taskId: str = Field(min_length=1)
+    id: str = Field(min_length=1)
+
+
+class ListPushConfigsParams(_Lenient):
+    """ListTaskPushNotificationConfigs' params (a task's configs fit one page)."""
+
+    taskId: str = Field(min_length=1)
+    pageSize: Optional[int] = Field(None, ge=1, le=100)
+    pageToken: Optional[str] = None
+
+
 class SendConfiguration(_Lenient):
     historyLength: Optional[Annotated[int, Field(ge=0)]] = None
     returnImmediately: Optional[bool] = None
-    #: a push config for the task this message creates (relaynet.a2a.push.ConfigParams less taskId)
-    taskPushNotificationConfig: Optional[dict[str, Any]] = None
+    taskPushNotificationConfig: Optional[PushConfig] = None
 
 
 class SendMessageParams(_Lenient):
@@ -152,6 +190,19 @@ class ListTasksParams(_Lenient):
     historyLength: Optional[Annotated[int, Field(ge=0)]] = None
     statusTimestampAfter: Optional[str] = None
     includeArtifacts: bool = False
+
+
+def belongs(task: dict[str, Any], agent: str) -> bool:
+    """Whether the endpoint of ``agent`` shows ``task`` (docs/protocol.md 13.2): it was delegated
+    to that agent by name, or an instance of it took part in its history."""
+    if (task.get("target") or {}).get("agent") == agent:
+        return True
+    return any((h.get("actor") or {}).get("agent") == agent for h in task.get("history") or [])
+
+
+def task_not_found(task_id: str, agent: str) -> A2AError:
+    """TaskNotFoundError for a task the endpoint of ``agent`` does not show (:func:`belongs`)."""
+    return A2AError(TASK_NOT_FOUND, f"no task {task_id!r} of agent {agent!r}", {"taskId": task_id})
 
 
 def _text_message(message_id: str, role: str, text: str, task: dict[str, Any]) -> dict[str, Any]:

@@ -36,10 +36,10 @@ METHODS: dict[str, tuple[type[BaseModel], Callable[..., dict[str, Any]]]] = {
     "GetTask": (wire.GetTaskParams, service.get_task),
     "ListTasks": (wire.ListTasksParams, service.list_tasks),
     "CancelTask": (wire.CancelTaskParams, service.cancel_task),
-    "CreateTaskPushNotificationConfig": (push.ConfigParams, push.create),
-    "GetTaskPushNotificationConfig": (push.ConfigRef, push.get),
-    "ListTaskPushNotificationConfigs": (push.ListParams, push.list_configs),
-    "DeleteTaskPushNotificationConfig": (push.ConfigRef, push.delete),
+    "CreateTaskPushNotificationConfig": (wire.PushConfigParams, push.create),
+    "GetTaskPushNotificationConfig": (wire.PushConfigRef, push.get),
+    "ListTaskPushNotificationConfigs": (wire.ListPushConfigsParams, push.list_configs),
+    "DeleteTaskPushNotificationConfig": (wire.PushConfigRef, push.delete),
 }
 assert tuple(METHODS) == wire.SERVED, "relaynet.a2a.wire.SERVED names the methods mapped here"
 REFUSED = wire.REFUSED

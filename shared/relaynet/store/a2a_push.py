@@ -24,6 +24,7 @@ from typing import Any
 from relaynet.store import keys as k
 from relaynet.store import table as t
 
+TransactionCancelled = t.TransactionCancelled
 PREFIX = "A2APUSH#"
 RETRY_PK = "A2APUSHRETRY"
 #: Configs one owner may keep on one task (A2A sets no bound; a task is not a mailing list).
@@ -40,11 +41,6 @@ def partition(net: str, task_id: str) -> tuple[dict[str, Any] | None, list[dict[
     task = next((i for i in items if i["SK"] == k.META), None)
     return (task, [i for i in items if i["SK"].startswith("ART#")],
             [i for i in items if i["SK"].startswith(PREFIX)])
-
-
-def owned(net: str, task_id: str, owner: str) -> list[dict[str, Any]]:
-    """The configs ``owner`` set on the task, by config id (one Query)."""
-    return t.query(k.task_pk(net, task_id), sk_prefix=f"{PREFIX}{owner}#")
 
 
 def put(net: str, task_id: str, owner: str, config_id: str, fields: dict[str, Any], sent: dict[str, Any],
@@ -87,15 +83,17 @@ def delivered(item: dict[str, Any], sent: dict[str, Any], status: int, now_ms: i
 def failed(item: dict[str, Any], status: int, error: str, attempts: int, first_ms: int, due_ms: int | None) -> None:
     """A send failed: record why, release the lease, and list the config as due at ``due_ms``
     (None: the retry window is over; it waits for the task's next change)."""
-    expr = "SET lastStatus = :s, lastError = :e, attempts = :a, firstFailureAt = :f ADD seq :one REMOVE leaseUntil"
+    sets = ["lastStatus = :s", "lastError = :e", "attempts = :a", "firstFailureAt = :f"]
+    removes = ["leaseUntil"]
     vals: dict[str, Any] = {"s": status, "e": error[:300], "a": attempts, "f": first_ms, "one": 1}
     if due_ms is None:
-        expr += ", GSI1PK, GSI1SK"
+        removes += ["GSI1PK", "GSI1SK"]
     else:
-        expr = expr.replace(" ADD", ", GSI1PK = :gpk, GSI1SK = :gsk ADD")
+        sets += ["GSI1PK = :gpk", "GSI1SK = :gsk"]
         vals.update(gpk=RETRY_PK, gsk=f"{due_ms:013d}#{item['networkId']}#{item['taskId']}#{item['owner']}#"
                                       f"{item['configId']}")
-    t.update(item["PK"], item["SK"], expr, condition="attribute_exists(PK)", **vals)
+    t.update(item["PK"], item["SK"], f"SET {', '.join(sets)} ADD seq :one REMOVE {', '.join(removes)}",
+             condition="attribute_exists(PK)", **vals)
 
 
 def due(now_ms: int, limit: int) -> list[dict[str, Any]]:

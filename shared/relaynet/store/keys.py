@@ -281,6 +281,13 @@ def event(net_id: str, evt_id: str) -> tuple[str, str]:
     return events_pk(net_id), f"EVT#{evt_id}"
 
 
+def events_network(pk: str) -> str | None:
+    """The network whose history partition ``pk`` is (:func:`events_pk`), or None."""
+    if not pk.startswith("NET#") or not pk.endswith("#EVENTS"):
+        return None
+    return pk.removeprefix("NET#").removesuffix("#EVENTS")
+
+
 def confirmation(rep: str, confirmation_id: str) -> tuple[str, str]:
     """A pending two-step operation of a representative (valid 5 minutes)."""
     return f"REP#{rep}", f"CONFIRM#{confirmation_id}"
