@@ -8,65 +8,19 @@ from __future__ import annotations
 
 import json
 import queue
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
 
 from relaynet import webhooks
 from tests.e2e.conftest import start_hub, stop_hub, tool
+from tests.webhook_receiver import receiver  # noqa: F401 - a fixture
 
 SECRET = "s3cret-signing-token-for-coder0"
 FAILING_SECRET = "another-signing-token-reviewer"
 # A short backoff through the product's own settings: first retry after 0.2 s, doubling, for 1.5 s.
 BACKOFF = {"RELAYNET_PUSH_RETRY_BASE_SECONDS": "0.2", "RELAYNET_PUSH_RETRY_WINDOW_SECONDS": "1.5"}
-
-
-class Receiver:
-    """A webhook receiver on 127.0.0.1: every request lands in ``got`` as (path, headers, body,
-    monotonic time); a path listed in ``fail`` answers that status."""
-
-    def __init__(self):
-        self.got: queue.Queue = queue.Queue()
-        self.fail: dict[str, int] = {}
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                outer.got.put((self.path, dict(self.headers), body, time.monotonic()))
-                self.send_response(outer.fail.get(self.path, 204))
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def next(self, path: str, timeout: float) -> tuple[dict, bytes, float]:
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"no webhook on {path} within {timeout} s")
-            try:
-                got_path, headers, body, at = self.got.get(timeout=left)
-            except queue.Empty:
-                continue
-            if got_path == path:
-                return headers, body, at
-
-
-@pytest.fixture(scope="module")
-def receiver():
-    r = Receiver()
-    yield r
-    r.server.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -9,75 +9,52 @@ from __future__ import annotations
 import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from relaynet import tasks, webhooks
-from relaynet.a2a import push
+from relaynet import clock, tasks, webhooks
+from relaynet.a2a import push, wire
 from relaynet.a2a.wire import A2AError
 from relaynet.config import settings
 from relaynet.models import worker as w
 from relaynet.store import a2a_push as store
 from tests.conftest import apply
+from tests.webhook_receiver import Receiver
 
 SPEC = "network: pushers\nagents:\n  - {name: worker, instances: 1}\n  - {name: boss, instances: 1}\n"
 TOKEN = "unit-push-token-0123456789"
 
 
-class Receiver:
-    """Counts POSTs on 127.0.0.1 (bodies checked with relaynet.webhooks.verify); ``status`` is
-    what it answers."""
-
-    def __init__(self):
-        self.bodies: list[dict] = []
-        self.status = 204
-        self.lock = threading.Lock()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with outer.lock:
-                    outer.bodies.append(webhooks.verify(dict(self.headers), body, TOKEN))
-                self.send_response(outer.status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def states(self) -> list[str]:
-        return [b["statusUpdate"]["metadata"]["relaynet"]["state"] for b in self.bodies if "statusUpdate" in b]
+def states(receiver: Receiver, seen: list[dict]) -> list[str]:
+    """The Relaynet states of the status updates ``receiver`` was posted so far (each body
+    checked with relaynet.webhooks.verify; ``seen`` keeps the bodies already taken)."""
+    while not receiver.got.empty():
+        _, headers, body, _ = receiver.got.get()
+        seen.append(webhooks.verify(headers, body, TOKEN))
+    return [b["statusUpdate"]["metadata"]["relaynet"]["state"] for b in seen if "statusUpdate" in b]
 
 
 @pytest.fixture
-def receiver(monkeypatch):
+def hook(monkeypatch):
+    """A receiver on loopback, which the local stack's URL rules allow."""
     monkeypatch.setenv("RELAYNET_PUSH_ALLOW_LOOPBACK", "true")
-    monkeypatch.setenv("RELAYNET_PUSH_AT_WRITE", "false")
     settings.cache_clear()
     r = Receiver()
     yield r
     r.server.shutdown()
 
 
-def _task_with_config(net, receiver) -> str:
-    boss, worker = net.principals["boss0"], net.principals["worker0"]
+def _task_with_config(net, hook) -> str:
+    boss = net.principals["boss0"]
     task_id = tasks.delegate(boss, w.DelegateRequest(objective="push race", toAgent="worker"))["taskId"]
-    push.create(boss, "worker", push.ConfigParams(taskId=task_id, url=receiver.url, token=TOKEN))
-    if tasks.load_task(net.network_id, task_id)["state"] != "offered":
-        pytest.fail("the worker should have been offered the task")
-    assert worker is not None
+    push.create(boss, "worker", wire.PushConfigParams(taskId=task_id, url=f"{hook.url}/hook", token=TOKEN))
+    assert tasks.load_task(net.network_id, task_id)["state"] == "offered"
     return task_id
 
 
-def test_senders_racing_on_one_change_post_it_once(server_table, receiver):
+def test_senders_racing_on_one_change_post_it_once(server_table, hook):
     net = apply(SPEC)
-    task_id = _task_with_config(net, receiver)
+    task_id = _task_with_config(net, hook)
     worker = net.principals["worker0"]
     for state in ("accepted", "working", "blocked", "working"):
         extra = {"reason": "which one?"} if state == "blocked" else {}
@@ -91,28 +68,43 @@ def test_senders_racing_on_one_change_post_it_once(server_table, receiver):
         with ThreadPoolExecutor(6) as pool:
             results = list(pool.map(go, range(6)))
         assert sum(r.get("delivered", 0) for r in results) == 1, results
-    assert receiver.states() == ["accepted", "working", "blocked", "working"]
+    assert states(hook, []) == ["accepted", "working", "blocked", "working"]
 
 
-def test_a_failed_post_is_listed_for_a_retry_and_the_retry_catches_up(server_table, receiver, monkeypatch):
+def test_a_sender_that_read_before_another_delivered_cannot_take_the_config(server_table, hook):
+    """The lease is conditional on the ``seq`` the sender read: a sender whose read predates
+    another's delivery (the stream path reading late, say) would post a change again."""
+    net = apply(SPEC)
+    task_id = _task_with_config(net, hook)
+    tasks.update(net.principals["worker0"], w.TaskUpdateRequest(taskId=task_id, status="accepted"))
+    [stale] = store.partition(net.network_id, task_id)[2]
+    assert push.dispatch(net.network_id, task_id) == {"delivered": 1}
+    now = clock.now_ms()
+    assert not store.lease(stale, now, now + push.LEASE_MS)
+    [fresh] = store.partition(net.network_id, task_id)[2]
+    assert fresh["sent"]["state"] == "accepted" and store.lease(fresh, now, now + push.LEASE_MS)
+    assert states(hook, []) == ["accepted"]
+
+
+def test_a_failed_post_is_listed_for_a_retry_and_the_retry_catches_up(server_table, hook, monkeypatch):
     monkeypatch.setenv("RELAYNET_PUSH_RETRY_BASE_SECONDS", "0")
     settings.cache_clear()
     net = apply(SPEC)
-    task_id = _task_with_config(net, receiver)
+    task_id = _task_with_config(net, hook)
     worker = net.principals["worker0"]
-    receiver.status = 500
+    hook.fail["/hook"] = 500
     tasks.update(worker, w.TaskUpdateRequest(taskId=task_id, status="accepted"))
     assert push.dispatch(net.network_id, task_id) == {"retrying": 1}
     [item] = store.partition(net.network_id, task_id)[2]
     assert item["attempts"] == 1 and item["lastStatus"] == 500 and item["GSI1PK"] == store.RETRY_PK
-    receiver.status = 204
+    hook.fail.pop("/hook")
     tasks.update(worker, w.TaskUpdateRequest(taskId=task_id, status="working"))  # a change while it is behind
     stats = push.retry_due()
     assert stats["due"] == 1 and stats["delivered"] == 1
     [item] = store.partition(net.network_id, task_id)[2]
     assert "GSI1PK" not in item and item["sent"]["state"] == "working"
     # the failed attempt and the catch-up carry the same event; the receiver now has the newest state
-    assert receiver.states() == ["accepted", "working"]
+    assert states(hook, []) == ["accepted", "working"]
     assert push.retry_due() == {"due": 0}
 
 
@@ -124,7 +116,7 @@ def test_a_failed_post_is_listed_for_a_retry_and_the_retry_catches_up(server_tab
 ])
 def test_a_bad_config_is_refused_before_any_read(fields, field):
     with pytest.raises(A2AError) as err:
-        push.check(push.ConfigParams(taskId="task_1", **fields))
+        push.check(wire.PushConfigParams(taskId="task_1", **fields))
     assert err.value.code == -32602 and [f["field"] for f in err.value.data["fields"]] == [field]
 
 

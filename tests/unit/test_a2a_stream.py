@@ -27,20 +27,20 @@ def kinds(events):
 
 def test_a_new_artifact_comes_before_the_status_that_completes_the_task_and_only_once():
     sent = set()
-    events = stream.updates(view("working"), view("completed", reason="done", artifacts=("a1",)), sent)
+    events = stream.updates(stream.signature(view("working")), view("completed", reason="done", artifacts=("a1",)), sent)
     assert kinds(events) == ["artifactUpdate", "statusUpdate"]
     assert events[0]["artifactUpdate"]["artifact"]["parts"] == [{"url": "https://e.com/a1"}]
     assert events[1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert events[1]["statusUpdate"]["status"]["message"]["parts"] == [{"text": "done"}]
-    assert stream.updates(view("completed", reason="done", artifacts=("a1",)),
+    assert stream.updates(stream.signature(view("completed", reason="done", artifacts=("a1",))),
                           view("completed", reason="done", artifacts=("a1",)), sent) == []
 
 
 def test_a_relaynet_transition_inside_one_a2a_state_is_a_status_update_and_a_touch_is_not():
-    events = stream.updates(view("accepted"), view("working", at="2026-12-04T10:00:05Z"), set())
+    events = stream.updates(stream.signature(view("accepted")), view("working", at="2026-12-04T10:00:05Z"), set())
     assert kinds(events) == ["statusUpdate"]
     assert events[0]["statusUpdate"]["metadata"]["relaynet"]["state"] == "working"
-    assert stream.updates(view("working"), view("working", at="2026-12-04T10:00:09Z"), set()) == []
+    assert stream.updates(stream.signature(view("working")), view("working", at="2026-12-04T10:00:09Z"), set()) == []
 
 
 @pytest.mark.parametrize("state, final", [("pending", False), ("offered", False), ("accepted", False),

@@ -9,7 +9,7 @@ from a2a.utils.proto_utils import parse_lenient
 from google.protobuf import json_format
 
 from relaynet.a2a import wire
-from relaynet.a2a.service import belongs
+from relaynet.a2a.wire import belongs
 from relaynet.taskstate import TERMINAL
 
 EXPECTED = {"pending": pb.TASK_STATE_SUBMITTED, "offered": pb.TASK_STATE_SUBMITTED,
