@@ -262,11 +262,14 @@ def run_sweep(now_ms: int | None = None) -> dict[str, int]:
 
 @contextmanager
 def push_env() -> Iterator[None]:
-    """The local stack's webhook settings (loopback receivers allowed, no retry delay)."""
+    """The local stack's webhook settings (loopback receivers allowed, no retry delay) and a public
+    URL for the A2A bridge's push configs."""
     from relaynet.config import settings
 
-    saved = {k: os.environ.get(k) for k in ("RELAYNET_PUSH_ALLOW_LOOPBACK", "RELAYNET_PUSH_RETRY_BASE_SECONDS")}
-    os.environ.update(RELAYNET_PUSH_ALLOW_LOOPBACK="true", RELAYNET_PUSH_RETRY_BASE_SECONDS="0")
+    saved = {k: os.environ.get(k) for k in ("RELAYNET_PUSH_ALLOW_LOOPBACK", "RELAYNET_PUSH_RETRY_BASE_SECONDS",
+                                            "RELAYNET_PUBLIC_URL")}
+    os.environ.update(RELAYNET_PUSH_ALLOW_LOOPBACK="true", RELAYNET_PUSH_RETRY_BASE_SECONDS="0",
+                      RELAYNET_PUBLIC_URL="https://bench.example.com")
     settings.cache_clear()
     try:
         yield
@@ -736,8 +739,10 @@ class LoopbackA2A:
     """A remote A2A 1.0 agent on 127.0.0.1 for the bridge's steps (a daemon thread): its card at
     ``/card``, JSON-RPC at ``/rpc``; SendMessage makes a task in ``state`` (SUBMITTED), GetTask
     answers its current ``state`` (set by the step, with one URL artifact once COMPLETED),
-    CancelTask cancels it. The tests drive the SDK's own server (tests/e2e/test_a2a_bridge_e2e.py);
-    this one only has to be there while the DynamoDB requests are counted."""
+    CancelTask cancels it; with ``push`` its card says ``pushNotifications`` and ``configs`` keeps
+    each push config SendMessage carried. The tests drive the SDK's own server
+    (tests/e2e/test_a2a_bridge_e2e.py); this one only has to be there while the DynamoDB requests
+    are counted."""
 
     def __init__(self) -> None:
         import threading
@@ -745,6 +750,8 @@ class LoopbackA2A:
 
         self.state = "TASK_STATE_SUBMITTED"
         self.tasks: dict[str, str] = {}
+        self.push = False
+        self.configs: list[dict[str, Any]] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -758,7 +765,8 @@ class LoopbackA2A:
 
             def do_GET(self) -> None:  # noqa: N802
                 self._send({"name": "ci-remote", "description": "", "version": "1", "supportedInterfaces": [
-                    {"url": f"{outer.base}/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]})
+                    {"url": f"{outer.base}/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+                    "capabilities": {"pushNotifications": outer.push}})
 
             def do_POST(self) -> None:  # noqa: N802
                 req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
@@ -766,6 +774,8 @@ class LoopbackA2A:
                 if req["method"] == "SendMessage":
                     task_id = uuid.uuid4().hex
                     outer.tasks[task_id] = "TASK_STATE_SUBMITTED"
+                    if "taskPushNotificationConfig" in (params.get("configuration") or {}):
+                        outer.configs.append(params["configuration"]["taskPushNotificationConfig"])
                 else:
                     task_id = params["id"]
                     outer.tasks[task_id] = "TASK_STATE_CANCELED" if req["method"] == "CancelTask" else outer.state
@@ -789,7 +799,10 @@ def a2a_bridge_steps(tok: dict[str, str], ok: Callable[..., dict[str, Any]], net
     (``a2a:`` in a spec applied now); the scheduled bridge reads its card with nothing offered,
     sends a task the planner delegated to it, polls it while the remote works, mirrors its
     completion (the artifact published, the task completed), and turns a Relaynet cancel into
-    CancelTask."""
+    CancelTask. Then the remote takes push configs: a task is sent with one, the remote's
+    notification is received (a2a_push_in), and the bridge run its receipt's stream record
+    starts follows the task at once."""
+    from relaynet_local.events import http_event
     from relaynet_local.lambdas import LambdaContext, load_handler
 
     from relaynet import admin, clock
@@ -832,6 +845,43 @@ def a2a_bridge_steps(tok: dict[str, str], ok: Callable[..., dict[str, Any]], net
     cancelled()
     yield Step("a2a_bridge (cancelled in Relaynet: CancelTask)", "a2a_bridge", False,
                lambda: bridge(3000, cancelled=1))
+
+    remote.push, remote.state = True, "TASK_STATE_WORKING"
+    bridge(61_000, members=1)  # the card now says pushNotifications
+    delegate("Rerun the flaky suite")
+    yield Step("a2a_bridge (an offer sent with a push config)", "a2a_bridge", False, lambda: bridge(1000, sent=1))
+    config = remote.configs[-1]
+    path = config["url"].removeprefix("https://bench.example.com")
+    _, _, net_id, _, inst_id, task_id = path.split("/")
+
+    def notify() -> None:
+        resp = load_handler(FUNCTIONS, "a2a_push_in.handler")(http_event(
+            "POST", path, route_key="POST /a2a/{network}/push/{instance}/{task}",
+            headers=[("content-type", "application/json"), ("x-a2a-notification-token", config["token"])],
+            body=json.dumps({"statusUpdate": {"taskId": "remote", "status": {"state": "TASK_STATE_COMPLETED"}}}),
+            path_parameters={"network": net_id, "instance": inst_id, "task": task_id}), LambdaContext("a2a_push_in", 9.0, 512))
+        assert resp["statusCode"] == 200, resp
+
+    remote.state = "TASK_STATE_COMPLETED"
+    yield Step("a2a_push_in (a remote's notification, its token proven)", "a2a_push_in", False, notify)
+
+    def receipt_run() -> None:
+        from relaynet.store import a2a as a2a_store
+        from relaynet.store import table
+
+        image = table.encode(a2a_store.receipt(net_id, inst_id, task_id))
+        state["at"] += 500
+        with push_env(), clock_at(state["at"]):
+            out = load_handler(FUNCTIONS, "a2a_bridge.handler")(
+                {"Records": [{"eventName": "MODIFY", "dynamodb": {"NewImage": image}}]},
+                LambdaContext("a2a_bridge", 120.0, 512))
+        assert out == {"batchItemFailures": []} and tasks_state(task_id) == "completed", out
+
+    def tasks_state(tid: str) -> str:
+        return ok("network_task_get", {"taskId": tid}, "planner0")["task"]["state"]
+
+    yield Step("a2a_bridge (a push receipt from the stream: followed at once, completed)", "a2a_bridge", False,
+               receipt_run)
 
 
 def ag2_event(route: str, connection_id: str, body: Any = None) -> dict[str, Any]:

@@ -18,14 +18,20 @@ def run(event, context):
 
     Two event sources (template.yaml): the schedule (every member; returns the counts) and the
     table's stream, filtered to new mailbox entries marked ``bridge: "a2a"`` (a task offered to a
-    member), which runs only the members those entries are for, so an offer is sent at its write
-    rather than at the next minute. A stream batch returns ``{"batchItemFailures": []}``: an
-    error is counted and the schedule's next run retries it (the remote record is the lease)."""
+    member) and to push receipts (``a2aPushed``: a remote's notification the token proved), which
+    runs only the members those are for, so an offer is sent at its write and a notified change
+    followed at once rather than at the next minute. A stream batch returns
+    ``{"batchItemFailures": []}``: an error is counted and the schedule's next run retries it
+    (the remote record is the lease; a receipt's task is polled anyway)."""
     records = event.get("Records") if isinstance(event, dict) else None
-    mailboxes = None if records is None else {r["dynamodb"]["NewImage"]["PK"]["S"] for r in records}
-    stats = bridge.run(mailboxes=mailboxes)
+    if records is None:
+        stats = bridge.run()
+    else:
+        images = [table.decode(r["dynamodb"]["NewImage"]) for r in records]
+        stats = bridge.run(mailboxes={i["PK"] for i in images if not i.get("a2aPushed")},
+                           pushed=[i for i in images if i.get("a2aPushed")])
     observability.count_outcomes("A2aBridge", stats)
-    if stats["sent"] or stats["moved"] or stats["cancelled"] or stats["errors"] or stats["unreachable"]:
+    if any(stats[k] for k in ("sent", "moved", "cancelled", "pushed", "errors", "unreachable")):
         logger.info("a2a bridge done", extra=stats)
     return stats if records is None else {"batchItemFailures": []}
 

@@ -24,7 +24,8 @@ NOT_TOOLS = {"authorizer": (), "sweep": (), "notifier": (), "push_retry": (), "a
              "ag2_connection": (), "ag2_frames": (), "ag2_keepalive": (), "ag2_notifier": (),
              # A2A's JSON-RPC binding and Agent Cards (docs/protocol.md 13): A2A's bodies, not tools
              "a2a_rpc": ("POST /a2a/{network}/{agent}",),
-             "a2a_card": ("GET /a2a/{network}/{agent}/.well-known/agent-card.json", "GET /a2a/{network}")}
+             "a2a_card": ("GET /a2a/{network}/{agent}/.well-known/agent-card.json", "GET /a2a/{network}"),
+             "a2a_push_in": ("POST /a2a/{network}/push/{instance}/{task}",)}
 ERROR_STATUSES = {"400", "401", "403", "404", "409", "413", "429", "500"}
 
 
@@ -52,6 +53,7 @@ def test_the_a2a_routes_are_documented_with_their_methods_and_the_cards_are_publ
         [*wire.SERVED, *wire.REFUSED]
     assert "security" not in rpc  # the bearer token, as everywhere
     assert a2a["a2a_card"][2]["security"] == [] and a2a["a2a_cards"][2]["security"] == []
+    assert a2a["a2a_push_in"][2]["security"] == []  # the notification's own token proves it
 
 
 def test_the_committed_document_is_the_generated_one(doc):

@@ -132,7 +132,8 @@ def test_health_openapi_and_the_page_are_public_and_the_rest_is_authorised(templ
     assert routes["GET /v1/openapi.json"].auth is False
     public = {key for key, r in routes.items() if not r.auth}
     assert public == {"GET /v1/health", "GET /v1/openapi.json", "GET /v1/ui", "GET /v1/ui/{asset}",
-                      "GET /a2a/{network}/{agent}/.well-known/agent-card.json", "GET /a2a/{network}"}  # cards: docs/protocol.md 13.1
+                      "GET /a2a/{network}/{agent}/.well-known/agent-card.json", "GET /a2a/{network}",  # cards: docs/protocol.md 13.1
+                      "POST /a2a/{network}/push/{instance}/{task}"}  # a remote's notification: its own token (13.4)
     assert routes["POST /a2a/{network}/{agent}"].auth is True
     assert {routes["GET /v1/ui"].handler, routes["GET /v1/ui/{asset}"].handler} == {"ui.handler"}
     assert template.authorizer is not None and template.authorizer.handler == "authorizer.handler"

@@ -512,6 +512,10 @@ class LocalStack:
             self.ag2.domain = f"{self.host}:{self.port}"
             self._saved_env.setdefault("RELAYNET_AG2_MANAGEMENT_URL", os.environ.get("RELAYNET_AG2_MANAGEMENT_URL"))
             os.environ["RELAYNET_AG2_MANAGEMENT_URL"] = f"{self.url}/{AG2_STAGE}"
+            if not os.environ.get("RELAYNET_PUBLIC_URL"):  # where A2A remotes post notifications (13.4)
+                self._saved_env.setdefault("RELAYNET_PUBLIC_URL", os.environ.get("RELAYNET_PUBLIC_URL"))
+                os.environ["RELAYNET_PUBLIC_URL"] = self.url
+                _reset_shared_caches()
             self._spawn("relaynet-local-http", self._http.serve_forever)
             self._serving = True
             if self.sweep_interval > 0:  # each function on its own timer, as each is its own Lambda in AWS:

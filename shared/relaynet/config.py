@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any, Mapping, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -65,6 +65,12 @@ class Settings(BaseModel):
         a2a_streaming: whether this hub serves A2A's streaming methods (``RELAYNET_A2A_STREAMING``,
             false; the local stack sets it: it streams Server-Sent Events, relaynet_local.a2a_stream;
             API Gateway's HTTP API cannot, so in AWS the Agent Card says ``streaming: false``).
+        public_url: the hub's HTTP API base URL as a remote A2A agent reaches it
+            (``RELAYNET_PUBLIC_URL``, unset; ``http(s)://host[:port][/path]``, no query). When set,
+            the A2A bridge gives a remote whose card says ``pushNotifications`` a push config
+            pointing at ``<public_url>/a2a/<network>/push/<instance>/<task>`` (docs/protocol.md
+            13.4); unset, it only polls. template.yaml sets it to the HTTP API's URL; the local
+            stack sets it to its own address unless set (a tunnel's URL, for a remote elsewhere).
         mailbox_cap: undelivered messages a mailbox holds before sends to it are 429
             (``RELAYNET_MAILBOX_CAP``, 1000; >= 1; relaynet.limits).
         max_fanout: mailboxes one message may reach (``RELAYNET_MAX_FANOUT``, 200; >= 1).
@@ -93,6 +99,8 @@ class Settings(BaseModel):
     push_allow_loopback: bool = Field(False, alias="RELAYNET_PUSH_ALLOW_LOOPBACK")
     push_at_write: bool = Field(True, alias="RELAYNET_PUSH_AT_WRITE")
     a2a_streaming: bool = Field(False, alias="RELAYNET_A2A_STREAMING")
+    public_url: Optional[str] = Field(None, alias="RELAYNET_PUBLIC_URL",
+                                      pattern=r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~\-/]*)?$", max_length=512)
     mailbox_cap: int = Field(1000, alias="RELAYNET_MAILBOX_CAP", ge=1)
     max_fanout: int = Field(200, alias="RELAYNET_MAX_FANOUT", ge=1)
     cache_seconds: float = Field(5.0, alias="RELAYNET_CACHE_SECONDS", ge=0, allow_inf_nan=False)
@@ -133,6 +141,8 @@ def _why(err: dict[str, Any]) -> str:
         return "must be a number"
     if kind.startswith("bool_"):
         return "must be true or false"
+    if kind == "string_pattern_mismatch":  # RELAYNET_PUBLIC_URL, the one field with a pattern
+        return "must be an http(s) URL: scheme://host[:port][/path], no query or fragment"
     return str(err.get("msg", "invalid")).lower()
 
 

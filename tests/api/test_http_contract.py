@@ -174,7 +174,7 @@ def test_health_and_openapi_answer_without_auth():
     from relaynet.catalogue import TOOLS as ALL_TOOLS
 
     operations = {op["operationId"] for path in doc["paths"].values() for op in path.values()}
-    assert operations == set(ALL_TOOLS) | set(ENDPOINTS) | {"a2a_rpc", "a2a_card", "a2a_cards"} and set(TOOLS) <= operations
+    assert operations == set(ALL_TOOLS) | set(ENDPOINTS) | {"a2a_rpc", "a2a_card", "a2a_cards", "a2a_push_in"} and set(TOOLS) <= operations
 
 
 def test_the_body_is_json_whatever_the_content_type_says(api, demo):

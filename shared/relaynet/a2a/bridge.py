@@ -29,6 +29,14 @@ minute) does for each member (its tasks on :data:`WORKERS` threads, each task's 
 4. **Cancel.** A Relaynet task cancelled by its creator (a terminal state the bridge did not
    make) becomes ``CancelTask`` on the remote (TaskNotCancelable and TaskNotFound are fine: the
    remote had finished or forgotten it), and its record is dropped.
+5. **Push.** When the hub can be reached (``RELAYNET_PUBLIC_URL``) and the remote's card says
+   ``pushNotifications``, SendMessage carries a push config (:func:`push_url`, a fresh token whose
+   SHA-256 the record keeps). A notification the token proves (:func:`receive_push`, the
+   ``A2aPushInFunction`` route) puts a push receipt; its stream record runs the bridge for that
+   member with the receipt (``pushed``), and the run follows that task at once whatever its poll
+   backoff. The notification is only a hint: the state applied is what GetTask answers, so a
+   notification's body is never trusted beyond naming the task. Polls go on as before, the
+   backstop for a notification that never came (A2A push is best effort).
 
 Every move goes through relaynet.tasks.update as the member's instance, so the state machine,
 history, claims release and notifications are exactly those of any other assignee.
@@ -37,6 +45,9 @@ history, claims release and notifications are exactly those of any other assigne
 from __future__ import annotations
 
 import contextvars
+import hashlib
+import hmac
+import secrets
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
@@ -46,7 +57,8 @@ from aws_lambda_powertools import Logger
 from relaynet import claims, clock, tasks
 from relaynet.a2a import remote as rmt
 from relaynet.directory import Directory, load
-from relaynet.errors import RelaynetError
+from relaynet.config import settings
+from relaynet.errors import NotFound, RelaynetError, Unauthenticated
 from relaynet.identity import Principal, touch
 from relaynet.models.worker import PublishArtifactRequest, TaskUpdateRequest
 from relaynet.store import a2a as store
@@ -57,6 +69,11 @@ log = Logger(child=True)
 
 WORKERS = 8  # threads of one member's tasks (remote calls and their writes) in one run
 BASE_POLL_MS = 2_000
+#: A new record is not due for this long: the run that took it is accepting and sending it, and
+#: another run (the schedule, a push's) must not send it again meanwhile. A run that died is
+#: covered after it (two remote calls of TIMEOUT_S and the acceptance fit in it).
+SEND_LEASE_MS = 30_000
+PUSH_CONFIG_ID = "relaynet"
 MAX_POLL_MS = 60_000
 REASON_MAX = 8_000  # a reason/evidence is at most 8192 characters (TaskUpdateRequest)
 #: A2A states that end a remote task, and the Relaynet move each makes.
@@ -66,30 +83,41 @@ _BLOCKING = ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED")
 _GONE = (-32001, -32002)  # TaskNotFoundError, TaskNotCancelableError: nothing left to cancel
 
 
-def run(now_ms: int | None = None, mailboxes: set[str] | None = None) -> dict[str, int]:
-    """One bridge run over every A2A member (the module's steps), or, with ``mailboxes`` (mailbox
-    partition keys, ``NET#<net>#MBOX#I#<instance>``: those of the offers the stream brought), over
-    the members owning them. Returns counts: ``members``, ``unreachable``, ``sent``, ``polled``,
-    ``moved``, ``cancelled``, ``errors``. An error in one member or task is logged and counted;
-    the run goes on with the next."""
-    stats = {"members": 0, "unreachable": 0, "sent": 0, "polled": 0, "moved": 0, "cancelled": 0, "errors": 0}
+def run(now_ms: int | None = None, mailboxes: set[str] | None = None,
+        pushed: list[dict[str, Any]] | None = None) -> dict[str, int]:
+    """One bridge run over every A2A member (the module's steps), or, given ``mailboxes`` or
+    ``pushed`` (what the stream brought), over the members they name: ``mailboxes`` are mailbox
+    partition keys (``NET#<net>#MBOX#I#<instance>``, of offers), ``pushed`` push receipts
+    (``{networkId, instanceId, taskId, at}``, relaynet.store.a2a.note_push), whose tasks are
+    followed at once. Returns counts: ``members``, ``unreachable``, ``sent``, ``polled``,
+    ``moved``, ``cancelled``, ``pushed`` (receipts followed), ``errors``. An error in one member
+    or task is logged and counted; the run goes on with the next."""
+    stats = {"members": 0, "unreachable": 0, "sent": 0, "polled": 0, "moved": 0, "cancelled": 0, "pushed": 0,
+             "errors": 0}
+    receipts: dict[tuple[str, str], dict[str, int]] = {}
+    for r in pushed or []:
+        receipts.setdefault((r["networkId"], r["instanceId"]), {})[r["taskId"]] = int(r["at"])
     by_net: dict[str, list[dict[str, Any]]] = {}
     for member in store.members():
-        if mailboxes is None or mailbox_pk(member["networkId"], {"instanceId": member["instanceId"]}) in mailboxes:
+        named = (mailboxes is None and pushed is None
+                 or mailbox_pk(member["networkId"], {"instanceId": member["instanceId"]}) in (mailboxes or ())
+                 or (member["networkId"], member["instanceId"]) in receipts)
+        if named:
             by_net.setdefault(member["networkId"], []).append(member)
     for net, members in by_net.items():
         d = load(net)
         for member in members:
             stats["members"] += 1
             try:
-                _member(d, member, clock.now_ms() if now_ms is None else now_ms, stats)
+                _member(d, member, clock.now_ms() if now_ms is None else now_ms, stats,
+                        receipts.get((net, member["instanceId"]), {}))
             except Exception:  # one broken member must not stop the others
                 stats["errors"] += 1
                 log.exception("a2a bridge: member failed", extra={"networkId": net, "agent": member["agent"]})
     return stats
 
 
-def _member(d: Directory, member: dict[str, Any], now: int, stats: dict[str, int]) -> None:
+def _member(d: Directory, member: dict[str, Any], now: int, stats: dict[str, int], pushed: dict[str, int]) -> None:
     agent, inst = d.agents.get(member["agent"]), d.instances.get(member["instanceId"])
     if not agent or not agent.get("a2a") or not inst or inst.get("status") == "stopped":
         return
@@ -104,6 +132,10 @@ def _member(d: Directory, member: dict[str, Any], now: int, stats: dict[str, int
     touch(principal, now)
     _status(d.network_id, inst, {"ok": True}, now)
     records = {rec["taskId"]: rec for rec in store.remotes(d.network_id, inst["id"])}
+    # a receipt of a task not sent yet stays: the run sending it follows it after its answer
+    now_pushed = {task_id for task_id, at in pushed.items() if records.get(task_id, {}).get("sent")
+                  and store.consume_push(d.network_id, inst["id"], task_id, at)}
+    stats["pushed"] += len(now_pushed)
     active, held = set(inst.get("active") or ()), set(inst.get("held") or ())
     jobs: list[Callable[[dict[str, int]], None]] = [
         lambda tally, task_id=task_id: _dispatch(principal, remote, config, task_id, now, tally)
@@ -111,7 +143,8 @@ def _member(d: Directory, member: dict[str, Any], now: int, stats: dict[str, int
     # a record whose task left the instance's active set ended in Relaynet (its creator cancelled
     # it): followed in this run, whatever its poll backoff says, so CancelTask leaves at once
     jobs += [lambda tally, rec=rec: _follow(principal, remote, config, rec, now, tally)
-             for rec in records.values() if int(rec.get("nextPollAt", 0)) <= now or rec["taskId"] not in active]
+             for rec in records.values()
+             if int(rec.get("nextPollAt", 0)) <= now or rec["taskId"] not in active or rec["taskId"] in now_pushed]
     _in_parallel(jobs, stats)
 
 
@@ -161,7 +194,7 @@ def _dispatch(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], tas
     task = tasks.load_task(p.network_id, task_id)
     if task["state"] != "offered" or task.get("assignee") != p.instance_id:
         return
-    rec = store.take(p.network_id, p.instance_id, task_id, now)
+    rec = store.take(p.network_id, p.instance_id, task_id, now, SEND_LEASE_MS)
     if rec is None:
         return  # another run holds it
     try:
@@ -173,9 +206,51 @@ def _dispatch(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], tas
     _send(p, remote, config, task, rec, now, stats)
 
 
+def push_url(public_url: str, net: str, inst_id: str, task_id: str) -> str:
+    """Where a remote posts its notifications about ``task_id`` (docs/protocol.md 13.4):
+    ``<public_url>/a2a/<network>/push/<instance>/<task>``."""
+    return f"{public_url.rstrip('/')}/a2a/{net}/push/{inst_id}/{task_id}"
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _push_config(p: Principal, remote: rmt.RemoteAgent, rec: dict[str, Any]) -> dict[str, Any] | None:
+    """The push config SendMessage carries (module step 5), or None when the hub cannot be
+    reached or the remote takes none. Stores the token's digest first, so the remote's first
+    notification (which may come before SendMessage answers) is proven."""
+    public = settings().public_url
+    if not public or not remote.push:
+        return None
+    token = secrets.token_urlsafe(32)
+    rec["pushTokenHash"] = _digest(token)
+    store.save(rec)
+    return {"id": PUSH_CONFIG_ID, "url": push_url(public, p.network_id, p.instance_id, rec["taskId"]), "token": token}
+
+
+def receive_push(net: str, inst_id: str, task_id: str, token: str | None, now_ms: int | None = None) -> None:
+    """A notification about the remote task the bridge follows for ``task_id`` (module step 5):
+    ``token`` is its ``X-A2A-Notification-Token``. Puts the push receipt that runs the bridge for
+    it. Raises NotFound when no remote task of that member is followed for ``task_id`` (it has
+    settled, or never was) and Unauthenticated when ``token`` is missing or is not the one the
+    bridge gave (a record sent without a push config has none); neither writes anything."""
+    rec = store.remote(net, inst_id, task_id)
+    if rec is None:
+        raise NotFound(f"no remote A2A task is followed for task {task_id} of instance {inst_id} in network "
+                       f"{net}: it has settled, or never was")
+    expected = rec.get("pushTokenHash")
+    if not token or not expected or not hmac.compare_digest(_digest(token), str(expected)):
+        raise Unauthenticated("X-A2A-Notification-Token is missing or is not the token of this task's push config")
+    store.note_push(net, inst_id, task_id, clock.now_ms() if now_ms is None else now_ms)
+
+
 def _send(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], task: dict[str, Any],
           rec: dict[str, Any], now: int, stats: dict[str, int]) -> None:
-    params = {"message": _message(task), "configuration": {"returnImmediately": True}}
+    params: dict[str, Any] = {"message": _message(task), "configuration": {"returnImmediately": True}}
+    push_config = _push_config(p, remote, rec)
+    if push_config:
+        params["configuration"]["taskPushNotificationConfig"] = push_config
     try:
         result = rmt.call(remote, "SendMessage", params, config.get("authentication"))
     except rmt.RemoteError as exc:
@@ -197,6 +272,10 @@ def _send(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], task: d
         remote_task = result["task"]
         rec["remoteTaskId"], rec["contextId"] = remote_task.get("id"), remote_task.get("contextId")
         _apply(p, remote, task["id"], rec, remote_task, now, stats)
+        receipt = store.receipt(p.network_id, p.instance_id, task["id"]) if push_config and rec.get("state") else None
+        if receipt and store.consume_push(p.network_id, p.instance_id, task["id"], int(receipt["at"])):
+            stats["pushed"] += 1  # notified before SendMessage answered: the change may be newer
+            _follow(p, remote, config, rec, now, stats)
     else:  # a Message: the remote answered at once, no task to follow
         text = _texts((result.get("message") or {}).get("parts"))
         _settle(p, task["id"], "completed", text or f"answered by the A2A agent {remote.name!r}")

@@ -42,10 +42,12 @@ class RemoteError(Exception):
 
 @dataclass(frozen=True)
 class RemoteAgent:
-    """A resolved remote: ``name`` from its card, ``rpc_url`` its JSON-RPC 1.x interface."""
+    """A resolved remote: ``name`` from its card, ``rpc_url`` its JSON-RPC 1.x interface,
+    ``push`` whether its card says ``capabilities.pushNotifications`` (it takes a push config)."""
 
     name: str
     rpc_url: str
+    push: bool = False
 
 
 def auth_headers(authentication: dict[str, Any] | None) -> dict[str, str]:
@@ -91,7 +93,9 @@ def resolve(card_url: str, authentication: dict[str, Any] | None = None) -> Remo
             problem = push.target_error(str(iface["url"]))
             if problem:
                 raise RemoteError(f"agent card: JSON-RPC interface refused: {problem}")
-            return RemoteAgent(card["name"], str(iface["url"]))
+            capabilities = card.get("capabilities")
+            takes_push = isinstance(capabilities, dict) and capabilities.get("pushNotifications") is True
+            return RemoteAgent(card["name"], str(iface["url"]), takes_push)
     raise RemoteError("agent card: no JSONRPC interface of protocol version 1.x in supportedInterfaces")
 
 

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from relaynet.a2a import card, push, service, wire
+from relaynet.a2a import bridge, card, push, service, wire
 from relaynet.a2a.wire import A2AError
 from relaynet.errors import InvalidArgument, NotFound, PayloadTooLarge, PermissionDenied, RelaynetError, Unauthenticated
 from relaynet.http.api import MAX_BODY_BYTES, authorizer_context, parse_body
@@ -198,5 +198,35 @@ def cards(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if "agent" in path:
             return _json(200, card.agent_card(origin(event), path.get("network", ""), path["agent"]))
         return _json(200, card.network_cards(origin(event), path.get("network", "")))
+    except RelaynetError as exc:
+        return _json(exc.status, exc.envelope())
+
+
+def push_in(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """``POST /a2a/{network}/push/{instance}/{task}`` (no token: the notification's own
+    ``X-A2A-Notification-Token`` proves it; docs/protocol.md 13.4): a remote A2A agent's push
+    notification about the task the bridge sent it for Relaynet task ``task``. 200
+    ``{"received": true}``: the bridge follows the task now (relaynet.a2a.bridge.receive_push).
+    Errors in Relaynet's envelope, none writing anything: 413 a body over 64 KiB; 400 a body that
+    is not a JSON object; 404 no remote task followed there; 401 a missing or wrong token."""
+    path = event.get("pathParameters") or {}
+    try:
+        body = event.get("body") or ""
+        if event.get("isBase64Encoded") and body:
+            import base64
+
+            body = base64.b64decode(body).decode("utf-8", errors="replace")
+        if len(body.encode("utf-8", errors="surrogatepass")) > MAX_BODY_BYTES:
+            raise PayloadTooLarge(f"request body is over {MAX_BODY_BYTES // 1024} KiB")
+        try:
+            doc = json.loads(body)
+        except (ValueError, RecursionError):
+            doc = None
+        if not isinstance(doc, dict):
+            raise InvalidArgument("the body must be a JSON object: an A2A StreamResponse "
+                                  "({task}, {statusUpdate} or {artifactUpdate})")
+        token = (event.get("headers") or {}).get("x-a2a-notification-token")
+        bridge.receive_push(path.get("network", ""), path.get("instance", ""), path.get("task", ""), token)
+        return _json(200, {"received": True})
     except RelaynetError as exc:
         return _json(exc.status, exc.envelope())

@@ -174,6 +174,24 @@ def _a2a_paths() -> dict[str, Any]:
             "operationId": "a2a_card", "summary": "a2a_card", "tags": ["a2a"], "parameters": names, "security": [],
             "description": "The agent's A2A Agent Card; public (it holds what network_discover shows).",
             "responses": {"200": card, "404": not_found}}},
+        "/a2a/{network}/push/{instance}/{task}": {"post": {
+            "operationId": "a2a_push_in", "summary": "a2a_push_in", "tags": ["a2a"], "security": [],
+            "parameters": [*names[:1], *({"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+                                         for n in ("instance", "task")),
+                           {"name": "X-A2A-Notification-Token", "in": "header", "required": True,
+                            "schema": {"type": "string"},
+                            "description": "The token of the push config the hub's A2A bridge sent with the task"}],
+            "description": "A remote A2A agent's push notification about the task the bridge sent it for "
+                           "Relaynet task {task} (docs/protocol.md 13.4): the bridge follows the task at once "
+                           "(GetTask); the body is only checked to be a JSON object.",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "description": "An A2A StreamResponse: {task}, {statusUpdate} or {artifactUpdate}"}}}},
+            "responses": {"200": {"description": "Received: {received: true}",
+                                  "content": {"application/json": {"schema": {"type": "object"}}}},
+                          "400": {"$ref": "#/components/responses/invalid_argument"},
+                          "401": {"$ref": "#/components/responses/unauthenticated"},
+                          "404": not_found,
+                          "413": {"$ref": "#/components/responses/payload_too_large"}}}},
         "/a2a/{network}": {"get": {
             "operationId": "a2a_cards", "summary": "a2a_cards", "tags": ["a2a"], "parameters": names[:1], "security": [],
             "description": "Every agent definition's Agent Card: {network, agents: [AgentCard]}; public.",

@@ -6,8 +6,13 @@ remote A2A agents that are members of a network and the remote tasks it follows 
   ``relaynet admin apply`` (:func:`register`), never on a request's path.
 - ``A2A#OUT#<net>#<instance>`` / ``<taskId>``: one *remote record* per Relaynet task the member
   took, ``{taskId, sent, remoteTaskId?, contextId?, state?, delayMs, nextPollAt, artifacts,
-  lastError?}``, deleted once the task is settled on both sides. Its conditional put is the
-  dispatch's lease: of two overlapping bridge runs only one sends a task.
+  lastError?, pushTokenHash?}``, deleted once the task is settled on both sides. Its conditional
+  put is the dispatch's lease: of two overlapping bridge runs only one sends a task.
+- ``A2A#PUSHED#<net>#<instance>`` / ``<taskId>``: the *push receipt* of a remote task, ``{a2aPushed:
+  true, networkId, instanceId, taskId, at, ttl}``, put when the remote posts a notification the
+  record's token proves (:func:`note_push`; a later one overwrites it) and consumed by the bridge
+  run its stream record starts (:func:`consume_push`), so of the two deliveries of one receipt
+  locally (at the write and by the stream) only one follows it. ``ttl`` is a day.
 
 relaynet.a2a.bridge decides what these mean; this module only knows where they are.
 """
@@ -64,11 +69,11 @@ def remotes(net: str, inst_id: str) -> list[dict[str, Any]]:
     return t.query(_out_pk(net, inst_id))
 
 
-def take(net: str, inst_id: str, task_id: str, now_ms: int) -> dict[str, Any] | None:
-    """The new remote record of ``task_id`` (``sent`` false, due now), or None when another run
-    already holds one (a conditional put)."""
+def take(net: str, inst_id: str, task_id: str, now_ms: int, due_in_ms: int = 0) -> dict[str, Any] | None:
+    """The new remote record of ``task_id`` (``sent`` false, due ``due_in_ms`` from ``now_ms``),
+    or None when another run already holds one (a conditional put)."""
     rec = {"PK": _out_pk(net, inst_id), "SK": task_id, "taskId": task_id, "sent": False, "delayMs": 0,
-           "nextPollAt": now_ms, "artifacts": [], "createdAt": clock.iso(now_ms)}
+           "nextPollAt": now_ms + due_in_ms, "artifacts": [], "createdAt": clock.iso(now_ms)}
     return rec if t.put(rec, "attribute_not_exists(PK)") else None
 
 
@@ -86,3 +91,30 @@ def set_status(net: str, inst_id: str, status: dict[str, Any]) -> None:
     """The member instance's ``a2a`` status block (``{ok, error?, at}``), shown by
     relaynet.directory.instance_view."""
     t.update(*k.instance(net, inst_id), "SET a2a = :s", condition="attribute_exists(PK)", s=status)
+
+
+PUSHED_PREFIX = "A2A#PUSHED#"
+RECEIPT_TTL_S = 86_400
+
+
+def remote(net: str, inst_id: str, task_id: str) -> dict[str, Any] | None:
+    """The remote record of ``task_id``, or None (a strongly consistent GetItem)."""
+    return t.get(_out_pk(net, inst_id), task_id)
+
+
+def note_push(net: str, inst_id: str, task_id: str, now_ms: int) -> None:
+    """Put the push receipt of ``task_id`` (module docstring): its stream record starts the bridge
+    for this one remote task."""
+    t.put({"PK": f"{PUSHED_PREFIX}{net}#{inst_id}", "SK": task_id, "a2aPushed": True, "networkId": net,
+           "instanceId": inst_id, "taskId": task_id, "at": now_ms, "ttl": now_ms // 1000 + RECEIPT_TTL_S})
+
+
+def receipt(net: str, inst_id: str, task_id: str) -> dict[str, Any] | None:
+    """The push receipt of ``task_id`` not yet consumed, or None."""
+    return t.get(f"{PUSHED_PREFIX}{net}#{inst_id}", task_id)
+
+
+def consume_push(net: str, inst_id: str, task_id: str, at: int) -> bool:
+    """Delete the receipt put at ``at``; False when it is gone (another delivery of the same
+    receipt took it) or a later push replaced it (that push's own record will follow)."""
+    return t.delete_if(f"{PUSHED_PREFIX}{net}#{inst_id}", task_id, "#at = :at", names={"#at": "at"}, at=at)
