@@ -13,7 +13,8 @@ Figures: the time from network_delegate's answer to the remote receiving the tas
 and to the Relaynet task being completed with its artifact (end to end), in ms; tasks completed,
 failed, lost; errors; the hub's resident memory; and the restart batch's outcome.
 
-Run: ``.venv/bin/python benchmarks/bench_a2a_bridge.py [--tasks 60] [--clients 4]`` (loopback only).
+Run: ``.venv/bin/python benchmarks/bench_a2a_bridge.py [--tasks 60] [--clients 4] [--push]`` (loopback
+only); ``--push``: the remote takes the hub's push configs and notifies it, else the bridge polls.
 A figure, not a test.
 """
 
@@ -35,15 +36,18 @@ from bench_ag2_wire import ROOT, _start  # noqa: E402 - the one way the benchmar
 from bench_events import _rss_mb  # noqa: E402
 
 
-def _remote(work: dict[str, float], received: dict[str, float]):
-    """The SDK-served remote on a free loopback port: (card URL, stop())."""
+def _remote(work: dict[str, float], received: dict[str, float], push: bool = False):
+    """The SDK-served remote on a free loopback port: (card URL, stop()). With ``push`` its card
+    says ``pushNotifications`` and the SDK's own config store and sender post the hub's push
+    configs (docs/protocol.md 13.4 "Push")."""
     import socket
 
     import uvicorn
     from a2a.server.agent_execution import AgentExecutor
     from a2a.server.request_handlers import DefaultRequestHandler
     from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-    from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+    from a2a.server.tasks import (BasePushNotificationSender, InMemoryPushNotificationConfigStore, InMemoryTaskStore,
+                                  TaskUpdater)
     from a2a.types import a2a_pb2 as pb
     from starlette.applications import Starlette
 
@@ -68,10 +72,14 @@ def _remote(work: dict[str, float], received: dict[str, float]):
     card = pb.AgentCard(name="bench-remote", description="benchmark", version="1",
                         supported_interfaces=[pb.AgentInterface(url=f"http://127.0.0.1:{port}/rpc",
                                                                 protocol_binding="JSONRPC", protocol_version="1.0")],
-                        capabilities=pb.AgentCapabilities(), default_input_modes=["text/plain"],
+                        capabilities=pb.AgentCapabilities(push_notifications=push), default_input_modes=["text/plain"],
                         default_output_modes=["text/plain"])
+    configs = InMemoryPushNotificationConfigStore()
+    pushing = {"push_config_store": configs,
+               "push_sender": BasePushNotificationSender(httpx.AsyncClient(), configs)} if push else {}
     app = Starlette(routes=[*create_agent_card_routes(card),
-                            *create_jsonrpc_routes(DefaultRequestHandler(Worker(), InMemoryTaskStore(), card), "/rpc")])
+                            *create_jsonrpc_routes(DefaultRequestHandler(Worker(), InMemoryTaskStore(), card, **pushing),
+                                                   "/rpc")])
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -143,10 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work-ms", type=float, default=500.0, help="the remote's work per task")
     ap.add_argument("--restart-tasks", type=int, default=10, help="tasks in flight across the restart")
     ap.add_argument("--restart-work-ms", type=float, default=8000.0, help="the remote's work per task then")
+    ap.add_argument("--push", action="store_true", help="the remote takes push configs (else the bridge only polls)")
     args = ap.parse_args(argv)
     n, clients = max(1, min(args.tasks, 500)), max(1, min(args.clients, 16))
     work, received, errors = {"ms": args.work_ms}, {}, []
-    card_url, stop_remote = _remote(work, received)
+    card_url, stop_remote = _remote(work, received, args.push)
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "spec.yaml"
         spec.write_text((ROOT / "examples" / "demo-network.yaml").read_text().replace(
@@ -172,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     stop_remote()
     states = [s for s, _ in done.values()]
     print(f"{n} tasks from {clients} threads to an SDK-served A2A agent working {args.work_ms:.0f} ms each "
-          "(local bridge every 5 s)")
+          f"(local bridge every 5 s; {'push configs' if args.push else 'polls only'})")
     print(f"dispatch (delegated -> the remote has it): {_quantiles(dispatch)}")
     print(f"end to end (delegated -> completed with its artifact in Relaynet): {_quantiles(end_to_end)}")
     print(f"completed {states.count('completed')}, other {len(states) - states.count('completed')} "

@@ -16,17 +16,14 @@ import subprocess
 import threading
 
 import pytest
-import uvicorn
 from a2a.server.agent_execution import AgentExecutor
-from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import TaskUpdater
 from a2a.types import a2a_pb2 as pb
-from starlette.applications import Starlette
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.responses import JSONResponse
 
-from tests.e2e.conftest import RELAYNET, ROOT, free_port, start_hub, stop_hub, tool, until
+from tests.e2e.a2a_remote import sdk_remote
+from tests.e2e.conftest import RELAYNET, ROOT, start_hub, stop_hub, tool, until
 
 SECRET = "remote-agent-credential-0123456789"
 SIDE_BY_SIDE = 3
@@ -86,28 +83,11 @@ class _Bearer(BaseHTTPMiddleware):
 
 @pytest.fixture(scope="module")
 def remote():
-    port = free_port()
     executor = Remote()
-    card = pb.AgentCard(
-        name="flaky-fixer", description="Quarantines flaky tests", version="2.1",
-        supported_interfaces=[pb.AgentInterface(url=f"http://127.0.0.1:{port}/rpc", protocol_binding="JSONRPC",
-                                                protocol_version="1.0")],
-        capabilities=pb.AgentCapabilities(streaming=False), default_input_modes=["text/plain"],
-        default_output_modes=["text/plain"],
-        skills=[pb.AgentSkill(id="flaky", name="Flaky tests", description="Finds and quarantines", tags=["ci"])])
-    handler = DefaultRequestHandler(executor, InMemoryTaskStore(), card)
-    app = Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/rpc")])
-    app.add_middleware(_Bearer)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    until(lambda: server.started, "the SDK's server started", 20)
-    executor.url = f"http://127.0.0.1:{port}/.well-known/agent-card.json"
-    yield executor
-    for gate in executor.release.values():
-        gate.set()
-    server.should_exit = True
-    thread.join(10)
+    skill = pb.AgentSkill(id="flaky", name="Flaky tests", description="Finds and quarantines", tags=["ci"])
+    with sdk_remote(executor, "flaky-fixer", "Quarantines flaky tests", skill, middleware=_Bearer) as url:
+        executor.url = url
+        yield executor
 
 
 @pytest.fixture(scope="module")

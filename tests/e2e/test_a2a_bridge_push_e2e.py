@@ -16,15 +16,12 @@ import threading
 
 import httpx
 import pytest
-import uvicorn
 from a2a.server.agent_execution import AgentExecutor
-from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
-from a2a.server.tasks import BasePushNotificationSender, InMemoryPushNotificationConfigStore, InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import TaskUpdater
 from a2a.types import a2a_pb2 as pb
-from starlette.applications import Starlette
 
-from tests.e2e.conftest import ROOT, free_port, start_hub, stop_hub, tool, until
+from tests.e2e.a2a_remote import sdk_remote
+from tests.e2e.conftest import ROOT, start_hub, stop_hub, tool, until
 
 
 class Remote(AgentExecutor):
@@ -61,30 +58,11 @@ class Remote(AgentExecutor):
 
 @pytest.fixture(scope="module")
 def remote():
-    port = free_port()
     executor = Remote()
-    card = pb.AgentCard(
-        name="rerunner", description="Reruns suites", version="1.0",
-        supported_interfaces=[pb.AgentInterface(url=f"http://127.0.0.1:{port}/rpc", protocol_binding="JSONRPC",
-                                                protocol_version="1.0")],
-        capabilities=pb.AgentCapabilities(streaming=False, push_notifications=True),
-        default_input_modes=["text/plain"], default_output_modes=["text/plain"],
-        skills=[pb.AgentSkill(id="rerun", name="Rerun", description="Reruns a suite", tags=["ci"])])
-    configs = InMemoryPushNotificationConfigStore()
-    client = httpx.AsyncClient()
-    handler = DefaultRequestHandler(executor, InMemoryTaskStore(), card, push_config_store=configs,
-                                    push_sender=BasePushNotificationSender(client, configs))
-    app = Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/rpc")])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    until(lambda: server.started, "the SDK's server started", 20)
-    executor.url = f"http://127.0.0.1:{port}/.well-known/agent-card.json"
-    yield executor
-    for gate in executor.release.values():
-        gate.set()
-    server.should_exit = True
-    thread.join(10)
+    skill = pb.AgentSkill(id="rerun", name="Rerun", description="Reruns a suite", tags=["ci"])
+    with sdk_remote(executor, "rerunner", "Reruns suites", skill, push=True) as url:
+        executor.url = url
+        yield executor
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +87,7 @@ def test_a_change_on_the_remote_reaches_the_task_by_its_notification_with_no_pol
     objective = "Rerun the flaky suite"
     task_id = tool(hub, "network_delegate", {"toAgent": "rerunner", "title": "rerun", "objective": objective},
                    hub.token("planner"))["taskId"]
-    until(lambda: task(hub, task_id)["state"] == "working", "the task sent at its write and working", 30)
+    until(lambda: task(hub, task_id)["state"] == "working", "the task sent at its write, then working by the remote's notification", 30)
     config = remote.configs[-1]
     assert config.url.startswith(f"{hub.url}/a2a/") and "/push/" in config.url and config.url.endswith(f"/{task_id}")
     assert len(config.token) >= 32

@@ -99,10 +99,9 @@ def run(now_ms: int | None = None, mailboxes: set[str] | None = None,
         receipts.setdefault((r["networkId"], r["instanceId"]), {})[r["taskId"]] = int(r["at"])
     by_net: dict[str, list[dict[str, Any]]] = {}
     for member in store.members():
-        named = (mailboxes is None and pushed is None
-                 or mailbox_pk(member["networkId"], {"instanceId": member["instanceId"]}) in (mailboxes or ())
-                 or (member["networkId"], member["instanceId"]) in receipts)
-        if named:
+        key = (member["networkId"], member["instanceId"])
+        if (mailboxes is None and pushed is None or key in receipts
+                or mailbox_pk(key[0], {"instanceId": key[1]}) in (mailboxes or ())):
             by_net.setdefault(member["networkId"], []).append(member)
     for net, members in by_net.items():
         d = load(net)
@@ -194,7 +193,8 @@ def _dispatch(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], tas
     task = tasks.load_task(p.network_id, task_id)
     if task["state"] != "offered" or task.get("assignee") != p.instance_id:
         return
-    rec = store.take(p.network_id, p.instance_id, task_id, now, SEND_LEASE_MS)
+    token = _push_token(remote)  # its digest rides the record's first put
+    rec = store.take(p.network_id, p.instance_id, task_id, now, SEND_LEASE_MS, _digest(token) if token else None)
     if rec is None:
         return  # another run holds it
     try:
@@ -203,7 +203,7 @@ def _dispatch(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], tas
         log.info("a2a bridge: offer not taken", extra={"taskId": task_id, "reason": exc.message})
         store.drop(rec)
         return
-    _send(p, remote, config, task, rec, now, stats)
+    _send(p, remote, config, task, rec, now, stats, token)
 
 
 def push_url(public_url: str, net: str, inst_id: str, task_id: str) -> str:
@@ -216,17 +216,10 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def _push_config(p: Principal, remote: rmt.RemoteAgent, rec: dict[str, Any]) -> dict[str, Any] | None:
-    """The push config SendMessage carries (module step 5), or None when the hub cannot be
-    reached or the remote takes none. Stores the token's digest first, so the remote's first
-    notification (which may come before SendMessage answers) is proven."""
-    public = settings().public_url
-    if not public or not remote.push:
-        return None
-    token = secrets.token_urlsafe(32)
-    rec["pushTokenHash"] = _digest(token)
-    store.save(rec)
-    return {"id": PUSH_CONFIG_ID, "url": push_url(public, p.network_id, p.instance_id, rec["taskId"]), "token": token}
+def _push_token(remote: rmt.RemoteAgent) -> str | None:
+    """A fresh push token (module step 5), or None when the hub cannot be reached
+    (``RELAYNET_PUBLIC_URL`` unset) or the remote's card takes no push config."""
+    return secrets.token_urlsafe(32) if settings().public_url and remote.push else None
 
 
 def receive_push(net: str, inst_id: str, task_id: str, token: str | None, now_ms: int | None = None) -> None:
@@ -246,11 +239,20 @@ def receive_push(net: str, inst_id: str, task_id: str, token: str | None, now_ms
 
 
 def _send(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], task: dict[str, Any],
-          rec: dict[str, Any], now: int, stats: dict[str, int]) -> None:
+          rec: dict[str, Any], now: int, stats: dict[str, int], token: str | None = None) -> None:
+    """SendMessage for ``task`` (module step 2) and its answer applied. ``token`` is the push token
+    whose digest ``rec`` already holds; without one (a send again after a run died) a fresh token's
+    digest is saved first, so a notification that comes before the answer is proven."""
     params: dict[str, Any] = {"message": _message(task), "configuration": {"returnImmediately": True}}
-    push_config = _push_config(p, remote, rec)
-    if push_config:
-        params["configuration"]["taskPushNotificationConfig"] = push_config
+    if token is None:
+        token = _push_token(remote)
+        if token:
+            rec["pushTokenHash"] = _digest(token)
+            store.save(rec)
+    if token:
+        params["configuration"]["taskPushNotificationConfig"] = {
+            "id": PUSH_CONFIG_ID, "url": push_url(settings().public_url or "", p.network_id, p.instance_id, task["id"]),
+            "token": token}
     try:
         result = rmt.call(remote, "SendMessage", params, config.get("authentication"))
     except rmt.RemoteError as exc:
@@ -271,8 +273,8 @@ def _send(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], task: d
     if isinstance(result.get("task"), dict):
         remote_task = result["task"]
         rec["remoteTaskId"], rec["contextId"] = remote_task.get("id"), remote_task.get("contextId")
-        _apply(p, remote, task["id"], rec, remote_task, now, stats)
-        receipt = store.receipt(p.network_id, p.instance_id, task["id"]) if push_config and rec.get("state") else None
+        followed = _apply(p, remote, task["id"], rec, remote_task, now, stats)
+        receipt = store.receipt(p.network_id, p.instance_id, task["id"]) if token and followed else None
         if receipt and store.consume_push(p.network_id, p.instance_id, task["id"], int(receipt["at"])):
             stats["pushed"] += 1  # notified before SendMessage answered: the change may be newer
             _follow(p, remote, config, rec, now, stats)
@@ -317,8 +319,9 @@ def _follow(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], rec: 
 
 
 def _apply(p: Principal, remote: rmt.RemoteAgent, task_id: str, rec: dict[str, Any], remote_task: dict[str, Any],
-           now: int, stats: dict[str, int]) -> None:
-    """Mirror ``remote_task`` onto the Relaynet task and keep or drop ``rec``."""
+           now: int, stats: dict[str, int]) -> bool:
+    """Mirror ``remote_task`` onto the Relaynet task and keep ``rec`` (True: the remote task is
+    still followed) or drop it (False: it ended)."""
     status = remote_task.get("status") or {}
     state = str(status.get("state") or "")
     changed = state != rec.get("state")
@@ -327,9 +330,10 @@ def _apply(p: Principal, remote: rmt.RemoteAgent, task_id: str, rec: dict[str, A
         stats["moved"] += 1
     if state in _FINAL:
         store.drop(rec)
-        return
+        return False
     rec["state"] = state
     _backoff(rec, now, None, changed)
+    return True
 
 
 def _mirror(p: Principal, remote: rmt.RemoteAgent, task_id: str, rec: dict[str, Any], remote_task: dict[str, Any],

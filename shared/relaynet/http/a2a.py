@@ -17,6 +17,7 @@ answers the first response; the same id with another message is -32600.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from typing import Any, Callable
@@ -26,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from relaynet.a2a import bridge, card, push, service, wire
 from relaynet.a2a.wire import A2AError
 from relaynet.errors import InvalidArgument, NotFound, PayloadTooLarge, PermissionDenied, RelaynetError, Unauthenticated
-from relaynet.http.api import MAX_BODY_BYTES, authorizer_context, parse_body
+from relaynet.http.api import MAX_BODY_BYTES, authorizer_context, body_text, parse_body
 from relaynet.identity import Principal
 from relaynet.observability import logger
 
@@ -88,8 +89,6 @@ def _request(event: dict[str, Any]) -> tuple[Any, str, dict[str, Any]]:
     """(id, method, params) of the body, or A2AError (parse, invalid request)."""
     body = event.get("body") or ""
     if event.get("isBase64Encoded") and body:
-        import base64
-
         try:
             body = base64.b64decode(body).decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -208,23 +207,11 @@ def push_in(event: dict[str, Any], context: Any) -> dict[str, Any]:
     notification about the task the bridge sent it for Relaynet task ``task``. 200
     ``{"received": true}``: the bridge follows the task now (relaynet.a2a.bridge.receive_push).
     Errors in Relaynet's envelope, none writing anything: 413 a body over 64 KiB; 400 a body that
-    is not a JSON object; 404 no remote task followed there; 401 a missing or wrong token."""
+    is not a strict JSON object (relaynet.http.api.parse_body); 404 no remote task followed
+    there; 401 a missing or wrong token."""
     path = event.get("pathParameters") or {}
     try:
-        body = event.get("body") or ""
-        if event.get("isBase64Encoded") and body:
-            import base64
-
-            body = base64.b64decode(body).decode("utf-8", errors="replace")
-        if len(body.encode("utf-8", errors="surrogatepass")) > MAX_BODY_BYTES:
-            raise PayloadTooLarge(f"request body is over {MAX_BODY_BYTES // 1024} KiB")
-        try:
-            doc = json.loads(body)
-        except (ValueError, RecursionError):
-            doc = None
-        if not isinstance(doc, dict):
-            raise InvalidArgument("the body must be a JSON object: an A2A StreamResponse "
-                                  "({task}, {statusUpdate} or {artifactUpdate})")
+        parse_body(body_text(event))  # the body is not applied (the bridge asks GetTask): only checked
         token = (event.get("headers") or {}).get("x-a2a-notification-token")
         bridge.receive_push(path.get("network", ""), path.get("instance", ""), path.get("task", ""), token)
         return _json(200, {"received": True})

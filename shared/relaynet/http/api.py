@@ -24,6 +24,7 @@ the error mapping). They must run before the resolver's validation, which is why
 
 from __future__ import annotations
 
+import base64
 import inspect
 import json
 import typing
@@ -207,17 +208,12 @@ def parse_body(body: str) -> dict[str, Any]:
     return parsed
 
 
-def _prepare(event: dict[str, Any]) -> dict[str, Any]:
-    """Body checks before validation: size (413), empty body -> ``{}``, a strict JSON object
-    (400, :func:`parse_body`).
-
-    The body is JSON whatever ``Content-Type`` says (``curl -d`` sends a form type, browsers
-    ``text/plain``): the header is normalised so validation reads the body as JSON.
-    """
+def body_text(event: dict[str, Any]) -> str:
+    """An HTTP API event's body as text (base64 decoded when API Gateway encoded it; ``""`` when
+    there is none). Raises PayloadTooLarge over 64 KiB (PROTOCOL.md 2) and InvalidArgument
+    (field ``body``) when it is not UTF-8."""
     body = event.get("body")
     if event.get("isBase64Encoded") and body:
-        import base64
-
         raw = base64.b64decode(body)
         if len(raw) > MAX_BODY_BYTES:
             raise PayloadTooLarge(f"request body is over {MAX_BODY_BYTES // 1024} KiB")
@@ -228,6 +224,17 @@ def _prepare(event: dict[str, Any]) -> dict[str, Any]:
     body = body or ""
     if len(body.encode("utf-8", errors="surrogatepass")) > MAX_BODY_BYTES:
         raise PayloadTooLarge(f"request body is over {MAX_BODY_BYTES // 1024} KiB")
+    return body
+
+
+def _prepare(event: dict[str, Any]) -> dict[str, Any]:
+    """Body checks before validation: size (413), empty body -> ``{}``, a strict JSON object
+    (400, :func:`parse_body`).
+
+    The body is JSON whatever ``Content-Type`` says (``curl -d`` sends a form type, browsers
+    ``text/plain``): the header is normalised so validation reads the body as JSON.
+    """
+    body = body_text(event)
     if not body.strip():
         body = "{}"
     parse_body(body)

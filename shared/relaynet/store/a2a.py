@@ -69,11 +69,15 @@ def remotes(net: str, inst_id: str) -> list[dict[str, Any]]:
     return t.query(_out_pk(net, inst_id))
 
 
-def take(net: str, inst_id: str, task_id: str, now_ms: int, due_in_ms: int = 0) -> dict[str, Any] | None:
-    """The new remote record of ``task_id`` (``sent`` false, due ``due_in_ms`` from ``now_ms``),
-    or None when another run already holds one (a conditional put)."""
+def take(net: str, inst_id: str, task_id: str, now_ms: int, due_in_ms: int = 0,
+         push_token_hash: str | None = None) -> dict[str, Any] | None:
+    """The new remote record of ``task_id`` (``sent`` false, due ``due_in_ms`` from ``now_ms``,
+    with ``pushTokenHash`` when given), or None when another run already holds one (a
+    conditional put)."""
     rec = {"PK": _out_pk(net, inst_id), "SK": task_id, "taskId": task_id, "sent": False, "delayMs": 0,
            "nextPollAt": now_ms + due_in_ms, "artifacts": [], "createdAt": clock.iso(now_ms)}
+    if push_token_hash:
+        rec["pushTokenHash"] = push_token_hash
     return rec if t.put(rec, "attribute_not_exists(PK)") else None
 
 
