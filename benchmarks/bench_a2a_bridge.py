@@ -112,9 +112,9 @@ def _follow(url: str, token: str, task_ids: dict[str, float], deadline: float) -
                     continue
                 task = r.json()["task"]
                 if task["state"] in ("completed", "failed", "cancelled"):
-                    ok = task["state"] == "completed" and len(task["artifacts"]) == 1
-                    done[task_id] = (task["state"] if ok or task["state"] != "completed" else "completed-no-artifact",
-                                     time.monotonic())
+                    n = len(task["artifacts"])
+                    state = task["state"] if task["state"] != "completed" or n == 1 else f"completed-with-{n}-artifacts"
+                    done[task_id] = (state, time.monotonic())
             time.sleep(0.25)
     return done
 

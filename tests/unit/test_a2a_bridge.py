@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -36,14 +37,19 @@ agents:
 
 
 class Scripted:
-    """A remote on 127.0.0.1: its card at ``/card`` (``card_status`` 200 or not) and JSON-RPC at
-    ``/rpc``, answering each method with ``answers[method]`` (a result or ``{"error": ...}``).
-    ``seen`` holds every request's method, params and Authorization header."""
+    """A remote on 127.0.0.1: its card at ``/card`` (``card_status`` 200 or not; ``card_extra``
+    added to it) and JSON-RPC at ``/rpc``, answering each method with ``answers[method]`` (a
+    result or ``{"error": ...}``), after ``delays[method]`` seconds and after running
+    ``hooks[method](params)`` (the answer is the one scripted before the hook ran). ``seen`` holds
+    every request's method, params and Authorization header."""
 
     def __init__(self):
         self.card_status = 200
+        self.card_extra: dict = {}
         self.rpc_status = 200  # not 200: every JSON-RPC request gets it and no JSON-RPC answer
         self.answers: dict[str, dict] = {}
+        self.delays: dict[str, float] = {}
+        self.hooks: dict = {}
         self.seen: list[tuple[str, dict, str | None]] = []
         outer = self
 
@@ -58,7 +64,8 @@ class Scripted:
 
             def do_GET(self):  # noqa: N802
                 self._json(outer.card_status, {"name": "scripted", "supportedInterfaces": [
-                    {"url": f"{outer.base}/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]})
+                    {"url": f"{outer.base}/rpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+                    **outer.card_extra})
 
             def do_POST(self):  # noqa: N802
                 req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -66,12 +73,17 @@ class Scripted:
                 if outer.rpc_status != 200:
                     return self._json(outer.rpc_status, {"error": "unauthorized"})
                 answer = outer.answers[req["method"]]
+                if req["method"] in outer.hooks:
+                    outer.hooks[req["method"]](req["params"])
+                if req["method"] in outer.delays:
+                    stop.wait(outer.delays[req["method"]])
                 key = "error" if "error" in answer else "result"
                 self._json(200, {"jsonrpc": "2.0", "id": req["id"], key: answer.get("error", answer)})
 
             def log_message(self, *args):
                 pass
 
+        stop = threading.Event()  # never set: a wait on it is the scripted delay
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -252,3 +264,72 @@ def test_a_remote_refusing_the_credentials_fails_the_task_saying_so_and_is_not_r
     assert "HTTP 401: the remote refused the credentials" in failed["history"][-1]["reason"]
     _run(120_000)
     assert [m for m, *_ in remote.seen] == ["SendMessage"]
+
+
+WORKING = {"id": "r1", "contextId": "c", "status": {"state": "TASK_STATE_WORKING"}}
+COMPLETED = {"id": "r1", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"},
+             "artifacts": [{"artifactId": "a1", "name": "out", "parts": [{"url": "https://example.com/out/r1.txt"}]}]}
+
+
+@pytest.fixture
+def pushing(remote, monkeypatch):
+    """The hub reachable (RELAYNET_PUBLIC_URL) and a remote whose card takes push configs."""
+    from relaynet.config import settings
+
+    monkeypatch.setenv("RELAYNET_PUBLIC_URL", "https://hub.example.com")
+    settings.cache_clear()
+    remote.card_extra = {"capabilities": {"pushNotifications": True}}
+    return remote
+
+
+def test_a_notification_while_another_run_follows_the_task_is_followed_once_that_run_lets_go(net, pushing):
+    remote = pushing
+    remote.answers["SendMessage"] = {"task": WORKING}
+    task_id = _delegate(net)
+    start = clock.now_ms()
+    bridge.run(start)
+    token = remote.seen[0][1]["configuration"]["taskPushNotificationConfig"]["token"]
+    inst = _task(net, task_id)["assignee"]
+    remote.answers["GetTask"] = WORKING
+    pushed_run: dict = {}
+
+    def completes_and_notifies(params):  # while the scheduled run waits for GetTask's WORKING
+        del remote.hooks["GetTask"]
+        remote.answers["GetTask"] = COMPLETED
+        bridge.receive_push(net["networkId"], inst, task_id, token)
+        pushed_run.update(bridge.run(pushed=[a2a_store.receipt(net["networkId"], inst, task_id)]))
+
+    remote.hooks["GetTask"] = completes_and_notifies
+    scheduled = bridge.run(start + bridge.BASE_POLL_MS)
+    assert (pushed_run["polled"], pushed_run["pushed"]) == (0, 0)  # the task's lease was held: it gave up
+    assert (scheduled["polled"], scheduled["pushed"]) == (2, 1)  # the holder read the receipt once it let go
+    done = _task(net, task_id)
+    assert done["state"] == "completed" and len(done["artifacts"]) == 1
+    assert a2a_store.remotes(net["networkId"], inst) == [] and a2a_store.receipt(net["networkId"], inst, task_id) is None
+
+
+@pytest.fixture
+def net_on_store(server_table, remote):
+    """The network of ``net`` on DynamoDB Local, for races between real threads."""
+    return admin.apply_spec(SPEC.format(extra="", url=f"{remote.base}/card"))["networks"]["bridged"]
+
+
+def test_overlapping_runs_mirror_a_completed_remote_task_once(net_on_store, remote):
+    net = net_on_store
+    remote.answers["SendMessage"] = {"task": WORKING}
+    task_id = _delegate(net)
+    start = clock.now_ms()
+    bridge.run(start)
+    remote.answers["GetTask"], remote.delays["GetTask"] = COMPLETED, 0.3  # every run reads COMPLETED if let
+    runs = 6
+    barrier = threading.Barrier(runs)
+
+    def scheduled_run(_):
+        barrier.wait()
+        return bridge.run(start + 60_000)
+
+    with ThreadPoolExecutor(runs) as pool:
+        stats = list(pool.map(scheduled_run, range(runs)))
+    done = _task(net, task_id)
+    assert done["state"] == "completed" and len(done["artifacts"]) == 1
+    assert [m for m, *_ in remote.seen].count("GetTask") == 1 and sum(s["errors"] for s in stats) == 0

@@ -34,9 +34,14 @@ minute) does for each member (its tasks on :data:`WORKERS` threads, each task's 
    SHA-256 the record keeps). A notification the token proves (:func:`receive_push`, the
    ``A2aPushInFunction`` route) puts a push receipt; its stream record runs the bridge for that
    member with the receipt (``pushed``), and the run follows that task at once whatever its poll
-   backoff. The notification is only a hint: the state applied is what GetTask answers, so a
+   backoff; a run that finds the task's lease held leaves the receipt to the holder, which reads
+   it once it lets go (:func:`_after_release`). The notification is only a hint: the state applied is what GetTask answers, so a
    notification's body is never trusted beyond naming the task. Polls go on as before, the
    backstop for a notification that never came (A2A push is best effort).
+
+A run touches a remote record only while it holds the record's lease (relaynet.store.a2a,
+:data:`LEASE_MS`), so of overlapping runs (the schedule's, an offer's, each notification's) one
+sends or mirrors a task at a time: a COMPLETED is mirrored, and its artifacts published, once.
 
 Every move goes through relaynet.tasks.update as the member's instance, so the state machine,
 history, claims release and notifications are exactly those of any other assignee.
@@ -69,10 +74,14 @@ log = Logger(child=True)
 
 WORKERS = 8  # threads of one member's tasks (remote calls and their writes) in one run
 BASE_POLL_MS = 2_000
-#: A new record is not due for this long: the run that took it is accepting and sending it, and
-#: another run (the schedule, a push's) must not send it again meanwhile. A run that died is
-#: covered after it (two remote calls of TIMEOUT_S and the acceptance fit in it).
-SEND_LEASE_MS = 30_000
+#: How long a run holds a remote record's lease (relaynet.store.a2a.lease) while it sends or
+#: follows that task: two remote calls of TIMEOUT_S and the Relaynet writes fit in it, and a run
+#: that died holding it delays that task by this much at most.
+LEASE_MS = 30_000
+#: Leases one job takes of one record in a row: a notification that comes while a run follows the
+#: task is followed by that run once it lets go (no other run could take it); past this many the
+#: polls carry on.
+FOLLOW_ROUNDS = 4
 PUSH_CONFIG_ID = "relaynet"
 MAX_POLL_MS = 60_000
 REASON_MAX = 8_000  # a reason/evidence is at most 8192 characters (TaskUpdateRequest)
@@ -131,19 +140,18 @@ def _member(d: Directory, member: dict[str, Any], now: int, stats: dict[str, int
     touch(principal, now)
     _status(d.network_id, inst, {"ok": True}, now)
     records = {rec["taskId"]: rec for rec in store.remotes(d.network_id, inst["id"])}
-    # a receipt of a task not sent yet stays: the run sending it follows it after its answer
-    now_pushed = {task_id for task_id, at in pushed.items() if records.get(task_id, {}).get("sent")
-                  and store.consume_push(d.network_id, inst["id"], task_id, at)}
-    stats["pushed"] += len(now_pushed)
     active, held = set(inst.get("active") or ()), set(inst.get("held") or ())
     jobs: list[Callable[[dict[str, int]], None]] = [
         lambda tally, task_id=task_id: _dispatch(principal, remote, config, task_id, now, tally)
         for task_id in sorted(active - held - set(records))]
-    # a record whose task left the instance's active set ended in Relaynet (its creator cancelled
-    # it): followed in this run, whatever its poll backoff says, so CancelTask leaves at once
-    jobs += [lambda tally, rec=rec: _follow(principal, remote, config, rec, now, tally)
+    # followed in this run whatever its poll backoff says: a record whose task left the instance's
+    # active set (it ended in Relaynet: its creator cancelled it, so CancelTask leaves at once),
+    # and one the remote notified about
+    jobs += [lambda tally, rec=rec, forced=forced: _follow_leased(principal, remote, config, rec, now, tally, forced,
+                                                                  pushed.get(rec["taskId"]))
              for rec in records.values()
-             if int(rec.get("nextPollAt", 0)) <= now or rec["taskId"] not in active or rec["taskId"] in now_pushed]
+             for forced in [rec["taskId"] not in active or rec["taskId"] in pushed]
+             if forced or int(rec.get("nextPollAt", 0)) <= now]
     _in_parallel(jobs, stats)
 
 
@@ -194,7 +202,8 @@ def _dispatch(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], tas
     if task["state"] != "offered" or task.get("assignee") != p.instance_id:
         return
     token = _push_token(remote)  # its digest rides the record's first put
-    rec = store.take(p.network_id, p.instance_id, task_id, now, SEND_LEASE_MS, _digest(token) if token else None)
+    rec = store.take(p.network_id, p.instance_id, task_id, now, secrets.token_hex(8), LEASE_MS,
+                     _digest(token) if token else None)
     if rec is None:
         return  # another run holds it
     try:
@@ -204,6 +213,40 @@ def _dispatch(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], tas
         store.drop(rec)
         return
     _send(p, remote, config, task, rec, now, stats, token)
+    if token:  # a notification that came before SendMessage answered may name a newer state
+        _after_release(p, remote, config, rec, now, stats)
+
+
+def _follow_leased(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], rec: dict[str, Any], now: int,
+                   stats: dict[str, int], forced: bool, pushed_at: int | None, rounds: int = FOLLOW_ROUNDS) -> None:
+    """Follow the remote record ``rec`` (a copy from the run's Query) while holding its lease:
+    taken (relaynet.store.a2a.lease, which answers the record as stored now), the push receipt
+    put at ``pushed_at`` consumed, the task followed (:func:`_follow`, whose last write lets the
+    lease go) when ``forced`` or still due, then :func:`_after_release`. A lease another run holds
+    ends the job: that run looks for receipts when it lets go."""
+    held = store.lease(rec, secrets.token_hex(8), max(now, clock.now_ms()), LEASE_MS)
+    if held is None:
+        return
+    if pushed_at is not None and store.consume_push(p.network_id, p.instance_id, held["taskId"], pushed_at):
+        stats["pushed"] += 1
+    if forced or int(held.get("nextPollAt", 0)) <= now:
+        _follow(p, remote, config, held, now, stats)
+    else:  # another run followed it since this run's Query: nothing is due
+        store.save(held)
+    if rounds > 1:
+        _after_release(p, remote, config, held, now, stats, rounds - 1)
+
+
+def _after_release(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], rec: dict[str, Any], now: int,
+                   stats: dict[str, int], rounds: int = FOLLOW_ROUNDS) -> None:
+    """After a run let go of ``rec``'s lease: a push receipt put meanwhile (whose own run found
+    the lease held and gave up) is followed now. Looking only after letting go closes the gap: a
+    receipt put earlier is seen here, one put later finds the lease free."""
+    if not rec.get("pushTokenHash"):
+        return
+    receipt = store.receipt(p.network_id, p.instance_id, rec["taskId"])
+    if receipt:
+        _follow_leased(p, remote, config, rec, now, stats, True, int(receipt["at"]), rounds)
 
 
 def push_url(public_url: str, net: str, inst_id: str, task_id: str) -> str:
@@ -248,7 +291,7 @@ def _send(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], task: d
         token = _push_token(remote)
         if token:
             rec["pushTokenHash"] = _digest(token)
-            store.save(rec)
+            store.save(rec, release=False)
     if token:
         params["configuration"]["taskPushNotificationConfig"] = {
             "id": PUSH_CONFIG_ID, "url": push_url(settings().public_url or "", p.network_id, p.instance_id, task["id"]),
@@ -273,11 +316,7 @@ def _send(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], task: d
     if isinstance(result.get("task"), dict):
         remote_task = result["task"]
         rec["remoteTaskId"], rec["contextId"] = remote_task.get("id"), remote_task.get("contextId")
-        followed = _apply(p, remote, task["id"], rec, remote_task, now, stats)
-        receipt = store.receipt(p.network_id, p.instance_id, task["id"]) if token and followed else None
-        if receipt and store.consume_push(p.network_id, p.instance_id, task["id"], int(receipt["at"])):
-            stats["pushed"] += 1  # notified before SendMessage answered: the change may be newer
-            _follow(p, remote, config, rec, now, stats)
+        _apply(p, remote, task["id"], rec, remote_task, now, stats)
     else:  # a Message: the remote answered at once, no task to follow
         text = _texts((result.get("message") or {}).get("parts"))
         _settle(p, task["id"], "completed", text or f"answered by the A2A agent {remote.name!r}")
@@ -319,9 +358,9 @@ def _follow(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any], rec: 
 
 
 def _apply(p: Principal, remote: rmt.RemoteAgent, task_id: str, rec: dict[str, Any], remote_task: dict[str, Any],
-           now: int, stats: dict[str, int]) -> bool:
-    """Mirror ``remote_task`` onto the Relaynet task and keep ``rec`` (True: the remote task is
-    still followed) or drop it (False: it ended)."""
+           now: int, stats: dict[str, int]) -> None:
+    """Mirror ``remote_task`` onto the Relaynet task and keep ``rec`` (its lease let go) or drop it
+    (the remote task ended)."""
     status = remote_task.get("status") or {}
     state = str(status.get("state") or "")
     changed = state != rec.get("state")
@@ -330,10 +369,9 @@ def _apply(p: Principal, remote: rmt.RemoteAgent, task_id: str, rec: dict[str, A
         stats["moved"] += 1
     if state in _FINAL:
         store.drop(rec)
-        return False
+        return
     rec["state"] = state
     _backoff(rec, now, None, changed)
-    return True
 
 
 def _mirror(p: Principal, remote: rmt.RemoteAgent, task_id: str, rec: dict[str, Any], remote_task: dict[str, Any],
@@ -348,7 +386,7 @@ def _mirror(p: Principal, remote: rmt.RemoteAgent, task_id: str, rec: dict[str, 
         _update(p, task_id, "blocked", said or f"the A2A agent {name!r} needs input ({state})")
     elif state == "TASK_STATE_COMPLETED":
         texts = _publish(p, task_id, rec, remote_task.get("artifacts") or [])
-        store.save(rec)  # a run that dies now does not publish these again
+        store.save(rec, release=False)  # a run that dies now does not publish these again
         _settle(p, task_id, "completed", "\n\n".join(t for t in [said, *texts] if t)
                 or f"completed by the A2A agent {name!r}")
     elif state in _FINAL:

@@ -6,8 +6,12 @@ remote A2A agents that are members of a network and the remote tasks it follows 
   ``relaynet admin apply`` (:func:`register`), never on a request's path.
 - ``A2A#OUT#<net>#<instance>`` / ``<taskId>``: one *remote record* per Relaynet task the member
   took, ``{taskId, sent, remoteTaskId?, contextId?, state?, delayMs, nextPollAt, artifacts,
-  lastError?, pushTokenHash?}``, deleted once the task is settled on both sides. Its conditional
-  put is the dispatch's lease: of two overlapping bridge runs only one sends a task.
+  lastError?, pushTokenHash?, leaseId?, leaseUntil?}``, deleted once the task is settled on both
+  sides. A run works on a record only while it holds the record's *lease* (``leaseId``, until
+  ``leaseUntil`` in epoch ms): the record's conditional put (:func:`take`) is the first one, a
+  conditional update (:func:`lease`) every later one, and the holder's last put (:func:`save`)
+  or delete (:func:`drop`) lets it go, so of overlapping bridge runs (the schedule's, an offer's,
+  a push's) only one sends a task or mirrors its remote state at a time.
 - ``A2A#PUSHED#<net>#<instance>`` / ``<taskId>``: the *push receipt* of a remote task, ``{a2aPushed:
   true, networkId, instanceId, taskId, at, ttl}``, put when the remote posts a notification the
   record's token proves (:func:`note_push`; a later one overwrites it) and consumed by the bridge
@@ -69,26 +73,41 @@ def remotes(net: str, inst_id: str) -> list[dict[str, Any]]:
     return t.query(_out_pk(net, inst_id))
 
 
-def take(net: str, inst_id: str, task_id: str, now_ms: int, due_in_ms: int = 0,
+def take(net: str, inst_id: str, task_id: str, now_ms: int, lease_id: str, lease_ms: int,
          push_token_hash: str | None = None) -> dict[str, Any] | None:
-    """The new remote record of ``task_id`` (``sent`` false, due ``due_in_ms`` from ``now_ms``,
-    with ``pushTokenHash`` when given), or None when another run already holds one (a
-    conditional put)."""
+    """The new remote record of ``task_id`` (``sent`` false, due at ``now_ms``, with
+    ``pushTokenHash`` when given), its lease held as ``lease_id`` for ``lease_ms``; or None when
+    another run already holds a record for it (a conditional put)."""
     rec = {"PK": _out_pk(net, inst_id), "SK": task_id, "taskId": task_id, "sent": False, "delayMs": 0,
-           "nextPollAt": now_ms + due_in_ms, "artifacts": [], "createdAt": clock.iso(now_ms)}
+           "nextPollAt": now_ms, "artifacts": [], "createdAt": clock.iso(now_ms),
+           "leaseId": lease_id, "leaseUntil": now_ms + lease_ms}
     if push_token_hash:
         rec["pushTokenHash"] = push_token_hash
     return rec if t.put(rec, "attribute_not_exists(PK)") else None
 
 
-def save(rec: dict[str, Any]) -> None:
-    """Store ``rec`` as it is now (the bridge is its only writer, one run per record at a time)."""
-    t.put(rec)
+def lease(rec: dict[str, Any], lease_id: str, now_ms: int, lease_ms: int) -> dict[str, Any] | None:
+    """Take the lease of the remote record ``rec`` names (its ``PK``/``SK``) as ``lease_id`` for
+    ``lease_ms`` from ``now_ms``: the record as stored now, lease included (a conditional update
+    returning the new item, so a copy read before another run's save is never acted on), or None
+    when the record is gone or another run's lease has not run out."""
+    held = t.update(rec["PK"], rec["SK"], "SET leaseId = :id, leaseUntil = :until",
+                    condition="attribute_exists(SK) AND (attribute_not_exists(leaseUntil) OR leaseUntil <= :now)",
+                    return_new=True, id=lease_id, until=now_ms + lease_ms, now=now_ms)
+    return held or None
+
+
+def save(rec: dict[str, Any], *, release: bool = True) -> bool:
+    """Store ``rec`` as it is now, if its ``leaseId`` still holds the record's lease; with
+    ``release`` the stored record has no lease (another run may take it at once). False when the
+    lease was lost (it ran out and another run took it): nothing is written."""
+    item = {key: value for key, value in rec.items() if not release or key not in ("leaseId", "leaseUntil")}
+    return t.put(item, "leaseId = :id", id=rec["leaseId"])
 
 
 def drop(rec: dict[str, Any]) -> None:
-    """Delete the remote record: its task is settled."""
-    t.delete_if(rec["PK"], rec["SK"], "attribute_exists(SK)")
+    """Delete the remote record (its task is settled), if its ``leaseId`` still holds the lease."""
+    t.delete_if(rec["PK"], rec["SK"], "leaseId = :id", id=rec["leaseId"])
 
 
 def set_status(net: str, inst_id: str, status: dict[str, Any]) -> None:
