@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 import threading
@@ -34,6 +35,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_a2a import _quantiles, _stop  # noqa: E402
 from bench_ag2_wire import ROOT, _start  # noqa: E402 - the one way the benchmarks start a hub
 from bench_events import _rss_mb  # noqa: E402
+from bench_long_poll import _cpu_s  # noqa: E402
+
+
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds of ``pid`` and its live children (the hub and its DynamoDB Local)."""
+    total = _cpu_s(pid)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                total += _cpu_s(int(stat.parent.name))
+        except (OSError, ValueError):
+            continue
+    return total
 
 
 def _remote(work: dict[str, float], received: dict[str, float], push: bool = False):
@@ -162,10 +176,11 @@ def main(argv: list[str] | None = None) -> int:
             "agents:\n", f"agents:\n  - name: remote\n    a2a: {{url: \"{card_url}\"}}\n", 1))
         proc, url, tokens = _start(Path(tmp), spec)
         planner = tokens["networks"]["demo"]["instances"]["planner"][0]["token"]
-        rss_before = _rss_mb(proc.pid)
+        rss_before, cpu_before, wall_before = _rss_mb(proc.pid), _tree_cpu_s(proc.pid), time.monotonic()
         sent = _batch(url, tokens, n, clients, "load", errors)
         done = _follow(url, planner, sent, time.monotonic() + 120 + n)
-        rss_after = _rss_mb(proc.pid)
+        rss_after, cpu = _rss_mb(proc.pid), _tree_cpu_s(proc.pid) - cpu_before
+        wall = time.monotonic() - wall_before
         dispatch = [(received[t] - at) * 1000 for t, at in sent.items() if t in received]
         end_to_end = [(done[t][1] - at) * 1000 for t, at in sent.items() if t in done and done[t][0] == "completed"]
 
@@ -186,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"end to end (delegated -> completed with its artifact in Relaynet): {_quantiles(end_to_end)}")
     print(f"completed {states.count('completed')}, other {len(states) - states.count('completed')} "
           f"{sorted(set(states) - {'completed'})}, not finished {n - len(done)}; errors {len(errors)} {errors[:3]}")
-    print(f"hub RSS {rss_before:.0f} -> {rss_after:.0f} MB")
+    print(f"hub RSS {rss_before:.0f} -> {rss_after:.0f} MB; hub and its store used {cpu:.1f} CPU s in {wall:.1f} s "
+          f"({cpu / wall:.2f} cores of {os.cpu_count()})")
     finished = [s for s, _ in after.values()]
     print(f"restart with {len(in_flight)} tasks in flight: {finished.count('completed')} completed after it, "
           f"{len(in_flight) - len(after)} not finished, others {sorted(set(finished) - {'completed'})}")

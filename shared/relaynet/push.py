@@ -37,6 +37,7 @@ wake-up arrived for it, signed, retried, and recorded where a representative see
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import json
@@ -106,6 +107,18 @@ def check_url(url: str, field: str = "url") -> str:
         if _is_loopback_host(host) or (ip is not None and not ip.is_global):
             raise _bad(field, "must not be a loopback, private, link-local or reserved address")
     return url
+
+
+@functools.cache
+def outbound():
+    """The process's one ``httpx.Client`` for calls to agents' URLs (webhook pushes, A2A remotes'
+    cards and JSON-RPC): thread-safe, its connection pool and TLS context made once per process
+    (a Lambda container keeps it across invocations). A client per call built a TLS context each
+    time, a third of the local hub's CPU under bench_a2a_bridge --push. Callers pass each
+    request's timeout and ``follow_redirects=False``, and check :func:`target_error` first."""
+    import httpx
+
+    return httpx.Client()
 
 
 def target_error(url: str) -> str | None:
@@ -238,8 +251,8 @@ def signed_post(url: str, token: str, doc: dict[str, Any], authorization: str | 
     if authorization:
         sent["Authorization"] = authorization
     try:
-        response = httpx.post(url, content=body.encode("utf-8"), headers=sent,
-                              timeout=settings().push_timeout, follow_redirects=False)
+        response = outbound().post(url, content=body.encode("utf-8"), headers=sent,
+                                   timeout=settings().push_timeout, follow_redirects=False)
     except httpx.HTTPError as exc:
         return 0, f"{type(exc).__name__}: {str(exc)[:200]}"
     if 200 <= response.status_code < 300:

@@ -146,12 +146,11 @@ def _member(d: Directory, member: dict[str, Any], now: int, stats: dict[str, int
         for task_id in sorted(active - held - set(records))]
     # followed in this run whatever its poll backoff says: a record whose task left the instance's
     # active set (it ended in Relaynet: its creator cancelled it, so CancelTask leaves at once),
-    # and one the remote notified about
-    jobs += [lambda tally, rec=rec, forced=forced: _follow_leased(principal, remote, config, rec, now, tally, forced,
-                                                                  pushed.get(rec["taskId"]))
+    # and one the remote notified about (if this run is the one that consumes the receipt)
+    jobs += [lambda tally, rec=rec: _follow_leased(principal, remote, config, rec, now, tally,
+                                                   rec["taskId"] not in active, pushed.get(rec["taskId"]))
              for rec in records.values()
-             for forced in [rec["taskId"] not in active or rec["taskId"] in pushed]
-             if forced or int(rec.get("nextPollAt", 0)) <= now]
+             if rec["taskId"] not in active or rec["taskId"] in pushed or int(rec.get("nextPollAt", 0)) <= now]
     _in_parallel(jobs, stats)
 
 
@@ -222,16 +221,18 @@ def _follow_leased(p: Principal, remote: rmt.RemoteAgent, config: dict[str, Any]
     """Follow the remote record ``rec`` (a copy from the run's Query) while holding its lease:
     taken (relaynet.store.a2a.lease, which answers the record as stored now), the push receipt
     put at ``pushed_at`` consumed, the task followed (:func:`_follow`, whose last write lets the
-    lease go) when ``forced`` or still due, then :func:`_after_release`. A lease another run holds
-    ends the job: that run looks for receipts when it lets go."""
+    lease go) when ``forced``, this job consumed the receipt or the record is still due, then
+    :func:`_after_release`. A lease another run holds ends the job: that run looks for receipts
+    when it lets go. A receipt already consumed was followed by the run that consumed it, after
+    it was put (that run held the lease first), so it is not followed again."""
     held = store.lease(rec, secrets.token_hex(8), max(now, clock.now_ms()), LEASE_MS)
     if held is None:
         return
-    if pushed_at is not None and store.consume_push(p.network_id, p.instance_id, held["taskId"], pushed_at):
-        stats["pushed"] += 1
-    if forced or int(held.get("nextPollAt", 0)) <= now:
+    notified = pushed_at is not None and store.consume_push(p.network_id, p.instance_id, held["taskId"], pushed_at)
+    stats["pushed"] += notified
+    if forced or notified or int(held.get("nextPollAt", 0)) <= now:
         _follow(p, remote, config, held, now, stats)
-    else:  # another run followed it since this run's Query: nothing is due
+    else:  # followed since this run's Query (or the receipt was): nothing is due
         store.save(held)
     if rounds > 1:
         _after_release(p, remote, config, held, now, stats, rounds - 1)

@@ -76,8 +76,8 @@ def resolve(card_url: str, authentication: dict[str, Any] | None = None) -> Remo
     if problem:
         raise RemoteError(f"agent card URL refused: {problem}")
     try:
-        response = httpx.get(card_url, headers={"User-Agent": USER_AGENT, **auth_headers(authentication)},
-                             timeout=TIMEOUT_S, follow_redirects=False)
+        response = push.outbound().get(card_url, headers={"User-Agent": USER_AGENT, **auth_headers(authentication)},
+                                       timeout=TIMEOUT_S, follow_redirects=False)
     except httpx.HTTPError as exc:
         raise RemoteError(f"agent card: {type(exc).__name__}: {str(exc)[:200]}") from None
     if response.status_code != 200:
@@ -116,7 +116,8 @@ def call(remote: RemoteAgent, method: str, params: dict[str, Any],
     body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
     headers = {"A2A-Version": A2A_VERSION, "User-Agent": USER_AGENT, **auth_headers(authentication)}
     try:
-        response = httpx.post(remote.rpc_url, json=body, headers=headers, timeout=TIMEOUT_S, follow_redirects=False)
+        response = push.outbound().post(remote.rpc_url, json=body, headers=headers, timeout=TIMEOUT_S,
+                                        follow_redirects=False)
     except httpx.HTTPError as exc:
         raise RemoteError(f"{method}: {type(exc).__name__}: {str(exc)[:200]}") from None
     if response.status_code in (401, 403):
