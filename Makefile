@@ -1,8 +1,13 @@
 # Relaynet: `make run` starts the local hub, `make test` runs the tests. Both set themselves up.
-PYTHON ?= python3
+# The Lambda runtime's Python (template.yaml: Globals Function Runtime python3.13; tests/test_template.py
+# checks the two agree). .venv is built with it, so the suite runs on the Python the functions run
+# on, and `sam build` finds .venv/bin/python3.13. infra/scripts/find-python looks on PATH, in pyenv
+# and in uv, or says how to get one; `make PYTHON=/path/to/python3.13` names one.
+RUNTIME_VERSION := 3.13
+PYTHON ?= $(shell infra/scripts/find-python $(RUNTIME_VERSION) 2>/dev/null)
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+STAMP := $(VENV)/.installed-py$(RUNTIME_VERSION)
 HOST ?= 127.0.0.1
 PORT ?= 8787
 
@@ -11,8 +16,12 @@ TEST_STAMP := $(VENV)/.installed-test
 .PHONY: setup setup-test store chromium run test check generate fuzz lint openapi cost build bench bench-store bench-scale test-scale screenshots clean
 
 # What the hub needs and nothing more: the package, its runtime dependencies and the AG2 wire's (ag2, websockets).
+# A .venv of another Python (an older checkout's) is replaced, not patched.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	@if [ ! -x $(BIN)/python$(RUNTIME_VERSION) ]; then \
+		test -n "$(PYTHON)" || { infra/scripts/find-python $(RUNTIME_VERSION); exit 1; }; \
+		rm -rf $(VENV) && echo "make: .venv on $(PYTHON)" && $(PYTHON) -m venv $(VENV); \
+	fi
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[ag2]'
 	touch $(STAMP)
@@ -87,7 +96,7 @@ openapi: generate
 cost: $(TEST_STAMP)
 	$(BIN)/python benchmarks/requests_per_tool.py --readme
 
-# `sam build` without Docker (needs python3.11 on PATH, as the template's runtime).
+# `sam build` without Docker: the runtime's Python (python3.13) is .venv's, first on PATH.
 build: $(TEST_STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" SAM_CLI_TELEMETRY=0 $(BIN)/sam build --template-file template.yaml
 

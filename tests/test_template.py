@@ -254,7 +254,7 @@ def _resources() -> dict:
 def test_runtime_and_architecture_match_the_layer():
     doc = load_yaml(TEMPLATE)
     fn = doc["Globals"]["Function"]
-    assert fn["Runtime"] == "python3.11"  # `sam build` without Docker needs this Python locally (CI: 3.11)
+    assert fn["Runtime"] == "python3.13"  # SnapStart needs 3.12+; `sam build` uses .venv's python3.13
     assert fn["Architectures"] == ["arm64"]
     for lid, layer in doc["Resources"].items():
         if layer["Type"] != "AWS::Serverless::LayerVersion":
@@ -290,6 +290,10 @@ def test_the_makefiles_compile_for_the_templates_runtime_and_architecture():
         assert _make_var(makefile, "RUNTIME_VERSION") == version, makefile
         assert _make_var(makefile, "PYTHON") == fn["Runtime"], makefile
         assert "--invalidation-mode unchecked-hash" in makefile.read_text(), makefile
+    # the top-level Makefile builds .venv with the runtime's Python (the tests run on it, and
+    # `sam build` finds .venv/bin/python3.13 first on PATH)
+    assert _make_var(ROOT / "Makefile", "RUNTIME_VERSION") == version
+    assert "%d.%d" % sys.version_info[:2] == version, "the suite runs on the runtime's Python (make setup-test)"
     assert _make_var(ROOT / "shared" / "Makefile", "PLATFORM") == {"arm64": "manylinux2014_aarch64"}[fn["Architectures"][0]]
 
 
@@ -335,15 +339,16 @@ def test_the_table_is_kept_and_recoverable():
     assert table["Properties"]["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
 
 
-def test_sam_translates_the_template_with_the_authorizer_permission_and_one_role_per_function():
-    """The transform `sam deploy` runs (aws-sam-translator, no AWS account needed)."""
+def _sam_transform(doc: dict | None = None, layer_uri: str = "s3://bucket/layer.zip") -> dict:
+    """The resources of the transform `sam deploy` runs (aws-sam-translator, no AWS account
+    needed), with the code locations `sam package` substitutes."""
     pytest.importorskip("samtranslator", reason="aws-sam-cli (aws-sam-translator) is not installed")
     from samtranslator.translator.transform import transform
     from samtranslator.yaml_helper import yaml_parse
 
-    doc = yaml_parse(TEMPLATE.read_text(encoding="utf-8"))
-    doc["Globals"]["Function"]["CodeUri"] = "s3://bucket/functions.zip"  # what `sam package` substitutes
-    doc["Resources"]["SharedLayer"]["Properties"]["ContentUri"] = "s3://bucket/layer.zip"
+    doc = doc or yaml_parse(TEMPLATE.read_text(encoding="utf-8"))
+    doc["Globals"]["Function"]["CodeUri"] = "s3://bucket/functions.zip"
+    doc["Resources"]["SharedLayer"]["Properties"]["ContentUri"] = layer_uri
     doc["Resources"]["Ag2Layer"]["Properties"]["ContentUri"] = "s3://bucket/ag2-layer.zip"
 
     class Policies:
@@ -356,27 +361,94 @@ def test_sam_translates_the_template_with_the_authorizer_permission_and_one_role
     env = {k: os.environ.get(k) for k in ("AWS_DEFAULT_REGION",)}
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     try:
-        out = transform(doc, {}, Policies())["Resources"]
+        return transform(doc, {}, Policies())["Resources"]
     finally:
         for k, v in env.items():
             if v is None:
                 os.environ.pop(k, None)
-    permissions = [r["Properties"] for r in out.values() if r["Type"] == "AWS::Lambda::Permission"]
-    assert any(p["FunctionName"] == {"Fn::GetAtt": ["AuthorizerFunction", "Arn"]} and
-               p["Principal"] == "apigateway.amazonaws.com" for p in permissions)
+
+
+#: The functions no caller waits on (a stream or a schedule invokes them): no SnapStart.
+BACKGROUND = {"SweepFunction", "A2aBridgeFunction", "NotifierFunction", "PushRetryFunction",
+              "Ag2NotifierFunction", "Ag2KeepaliveFunction"}
+
+
+def test_sam_translates_the_template_with_the_authorizer_permission_and_one_role_per_function():
+    out = _sam_transform()
     functions = [lid for lid, r in out.items() if r["Type"] == "AWS::Lambda::Function"]
     roles = [lid for lid, r in out.items() if r["Type"] == "AWS::IAM::Role"]
     assert len(roles) == len(functions) == len(handler_files())
+    aliases = {lid: r["Properties"] for lid, r in out.items() if r["Type"] == "AWS::Lambda::Alias"}
+    assert {a["FunctionName"]["Ref"] for a in aliases.values()} == set(functions)
+    assert {a["Name"] for a in aliases.values()} == {"live"}
+    permissions = [r["Properties"] for r in out.values() if r["Type"] == "AWS::Lambda::Permission"]
+    assert any(p["FunctionName"] == {"Ref": "AuthorizerFunctionAliaslive"} and
+               p["Principal"] == "apigateway.amazonaws.com" for p in permissions)
     rules = [r for r in out.values() if r["Type"] == "AWS::Events::Rule"]
     assert sorted(r["Properties"]["ScheduleExpression"] for r in rules) == ["rate(1 minute)"] * 3 + [
         "rate(2 minutes)"]  # sweep, push retry, A2A bridge; the AG2 keepalive
     mappings = [r["Properties"] for r in out.values() if r["Type"] == "AWS::Lambda::EventSourceMapping"]
     assert sorted(m["FunctionName"]["Ref"] for m in mappings) == [
-        "A2aBridgeFunction", "Ag2NotifierFunction", "NotifierFunction"]  # the bridge: offers at the write
+        "A2aBridgeFunctionAliaslive", "Ag2NotifierFunctionAliaslive", "NotifierFunctionAliaslive"]
     role = out["NotifierFunctionRole"]["Properties"]
     statements = [st for pol in role.get("Policies", []) for st in pol["PolicyDocument"]["Statement"]]
     assert any("sqs:SendMessage" in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])
                for st in statements), "the notifier may not send to its DLQ"
+
+
+def test_every_invocation_names_the_alias_and_snapstart_covers_the_request_path():
+    """SnapStart restores published versions only: an integration, authorizer, schedule, stream
+    mapping or invoke permission that named the function ($LATEST) would never meet a snapshot,
+    and a permission on the function would not let API Gateway invoke the alias (docs/architecture.md,
+    "SnapStart")."""
+    out = _sam_transform()
+    aliases = {lid for lid, r in out.items() if r["Type"] == "AWS::Lambda::Alias"}
+    targets = []  # what every invocation URI names: the HTTP API's routes and authorizer, the AG2 integrations
+
+    def walk(node):
+        if isinstance(node, dict):
+            sub = node.get("Fn::Sub")
+            text, variables = (sub[0], sub[1]) if isinstance(sub, list) else (sub, {})
+            if isinstance(text, str) and "/invocations" in text:
+                name = re.search(r"functions/\$\{(\w+)\}/invocations", text).group(1)
+                targets.append(variables[name]["Ref"] if name in variables else name)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(out)
+    functions = {lid for lid, r in out.items() if r["Type"] == "AWS::Lambda::Function"}
+    assert set(targets) == {f"{lid}Aliaslive" for lid in functions - BACKGROUND} <= aliases
+    for lid, r in out.items():
+        props = r["Properties"]
+        if r["Type"] == "AWS::Lambda::Permission":
+            assert props["Action"] == "lambda:InvokeFunction"
+            target = props["FunctionName"]
+            assert isinstance(target, dict) and target.get("Ref") in aliases, (lid, target)
+        if r["Type"] == "AWS::Events::Rule":
+            assert all(t["Arn"]["Ref"] in aliases for t in props["Targets"]), lid
+        if r["Type"] == "AWS::Lambda::Version":
+            assert r["DeletionPolicy"] == "Delete", f"{lid}: a retained version keeps its SnapStart cache charge"
+        if r["Type"] == "AWS::Lambda::Function":
+            expected = {"ApplyOn": "None"} if lid in BACKGROUND else {
+                "ApplyOn": {"Fn::If": ["SnapStartOn", "PublishedVersions", "None"]}}
+            assert props["SnapStart"] == expected, lid
+    params = load_yaml(TEMPLATE)["Parameters"]["SnapStart"]
+    assert params["Default"] == "Enabled" and params["AllowedValues"] == ["Enabled", "Disabled"]
+
+
+def test_new_layer_content_publishes_a_new_version_of_every_function_that_uses_it():
+    """The relaynet package ships in SharedLayer: without AutoPublishAliasAllProperties and the
+    layer's PublishLambdaVersion, a deploy that changed only the package would update $LATEST
+    and leave the alias, and every caller, on the old code."""
+    before = {lid for lid, r in _sam_transform(layer_uri="s3://bucket/layer-1.zip").items()
+              if r["Type"] == "AWS::Lambda::Version"}
+    after = {lid for lid, r in _sam_transform(layer_uri="s3://bucket/layer-2.zip").items()
+             if r["Type"] == "AWS::Lambda::Version"}
+    assert len(before) == len(after) == len(handler_files())
+    assert not before & after, sorted(before & after)
 
 
 # --------------------------------------------------------------------------------------------
@@ -392,7 +464,7 @@ def _sam() -> str:
 
 
 def _sam_env() -> dict[str, str]:
-    # The venv's bin first: `sam build` looks for python3.11 (the runtime) and pip on PATH.
+    # The venv's bin first: `sam build` looks for python3.13 (the runtime) and pip on PATH.
     return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
             "SAM_CLI_TELEMETRY": "0", "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1")}
 
@@ -410,9 +482,10 @@ def test_sam_validate_lint_is_clean(tmp_path):
 def test_sam_build_builds_every_function_and_the_layer_without_docker(tmp_path):
     """`sam build` the way a user runs it before `sam deploy` (pip downloads the layer's arm64
     wheels). Budget: 3 minutes; it takes about 10 s with a warm pip cache."""
-    interpreter = load_yaml(TEMPLATE)["Globals"]["Function"]["Runtime"]  # python3.11: what sam looks for
-    if not shutil.which(interpreter, path=_sam_env()["PATH"]):
-        pytest.skip(f"no {interpreter} on PATH: `sam build` without a container needs the runtime's Python")
+    interpreter = load_yaml(TEMPLATE)["Globals"]["Function"]["Runtime"]  # python3.13: what sam looks for
+    # not a skip: .venv is built with the runtime's Python (Makefile, infra/scripts/find-python)
+    assert shutil.which(interpreter, path=_sam_env()["PATH"]), \
+        f"no {interpreter} on PATH: `sam build` without a container needs the runtime's Python (make setup-test)"
     build = tmp_path / "build"
     started = time.monotonic()
     proc = subprocess.run([_sam(), "build", "--template-file", str(TEMPLATE), "--build-dir", str(build),

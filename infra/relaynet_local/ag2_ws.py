@@ -36,6 +36,8 @@ import time
 import uuid
 from typing import Any, Callable
 
+from relaynet_local.template import ref_target
+
 log = logging.getLogger("local_stack.ag2")
 
 PATH = "/v1/ag2"
@@ -60,12 +62,19 @@ def is_wire_function(handler: str) -> bool:
 
 
 def _sub_function(value: Any) -> str | None:
-    """The function logical id in an integration's ``IntegrationUri`` (``!Sub ...${Fn.Arn}...``)."""
+    """The function logical id in an integration's ``IntegrationUri``: ``!Sub [".../${Target}/...",
+    {Target: !Ref Fn.Alias}]`` (the alias SAM's AutoPublishAlias makes; cfn-lint resolves no
+    ``${Fn.Alias}`` inside the string) or ``!Sub ".../${Fn.Arn}/..."``. None when it names none."""
     text = value.get("Fn::Sub") if isinstance(value, dict) else value
+    variables: dict = {}
     if isinstance(text, list):
-        text = text[0]
-    m = re.search(r"\$\{([A-Za-z0-9]+)\.Arn\}", str(text or ""))
-    return m.group(1) if m else None
+        text, variables = text[0], (text[1] if len(text) > 1 and isinstance(text[1], dict) else {})
+    m = re.search(r"\$\{([A-Za-z0-9]+)(?:\.(Arn|Alias))?\}/invocations", str(text or ""))
+    if not m:
+        return None
+    if m.group(2):
+        return m.group(1)
+    return ref_target(variables.get(m.group(1)))
 
 
 def _target_ref(value: Any) -> str | None:

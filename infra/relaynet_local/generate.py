@@ -55,6 +55,7 @@ FUNCTION_BLOCK = """\
       BuildMethod: makefile  # functions/Makefile: the handlers and their .pyc
     Properties:
       Handler: {name}.handler
+      AutoPublishAliasAllProperties: true  # a new version on any change (Globals: AutoPublishAlias)
       Description: "{kind} {name} ({method} {path})"
 {policies}      Events:
         {kind}:

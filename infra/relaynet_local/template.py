@@ -42,6 +42,7 @@ __all__ = [
     "find_template",
     "create_table",
     "table_request",
+    "ref_target",
 ]
 
 
@@ -246,11 +247,12 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _ref_target(value: Any) -> str | None:
-    """The logical id behind ``!Ref X`` or ``!GetAtt X.Arn`` (else ``None``)."""
+def ref_target(value: Any) -> str | None:
+    """The logical id behind ``!Ref X``, ``!Ref X.Alias`` (SAM's AutoPublishAlias) or
+    ``!GetAtt X.Arn`` (else ``None``)."""
     if isinstance(value, dict):
         if "Ref" in value:
-            return value["Ref"]
+            return str(value["Ref"]).split(".")[0]
         if "Fn::GetAtt" in value:
             target = value["Fn::GetAtt"]
             return target[0] if isinstance(target, list) else str(target).split(".")[0]
@@ -258,7 +260,7 @@ def _ref_target(value: Any) -> str | None:
 
 
 def _int(value: Any, default: int, params: dict[str, Any]) -> int:
-    target = _ref_target(value)
+    target = ref_target(value)
     if target is not None:
         value = params.get(target)
     try:
@@ -299,7 +301,7 @@ def _pick_table(doc: dict[str, Any]) -> TableDef | None:
         return None
     variables = ((((doc.get("Globals") or {}).get("Function") or {}).get("Environment") or {})
                  .get("Variables") or {})
-    wanted = _ref_target(variables.get("RELAYNET_TABLE"))
+    wanted = ref_target(variables.get("RELAYNET_TABLE"))
     if wanted not in tables:
         if len(tables) > 1:
             raise TemplateError("several tables and no Globals RELAYNET_TABLE: !Ref <Table>")
@@ -334,13 +336,13 @@ def load_template(path: str | os.PathLike[str]) -> Template:
                 if "Path" not in props or "Method" not in props:
                     raise TemplateError(f"{logical_id}.{event_name}: HttpApi needs Path and Method "
                                         "(the $default catch-all route is not supported locally)")
-                api = _api_props(doc, _ref_target(props.get("ApiId")))
+                api = _api_props(doc, ref_target(props.get("ApiId")))
                 auth = api.get("Auth") or {}
                 name = (props.get("Auth") or {}).get("Authorizer") or auth.get("DefaultAuthorizer")
                 needs_auth = bool(name) and name != "NONE"
                 if needs_auth:
                     spec = (auth.get("Authorizers") or {}).get(name)
-                    target = _ref_target((spec or {}).get("FunctionArn"))
+                    target = ref_target((spec or {}).get("FunctionArn"))
                     if not target:
                         raise TemplateError(f"{logical_id}.{event_name}: authorizer {name!r} "
                                             "is not a Lambda authorizer of its API")
