@@ -64,6 +64,16 @@ PRICES = {
     "ddb_rru_per_million": 0.125,          # DynamoDB on-demand read request units, Standard class
 }
 PRICES_DATE = "2026-11-29"
+#: Lambda SnapStart for Python, us-east-1 (aws.amazon.com/lambda/pricing, "SnapStart"; read
+#: 2026-12-06 from summaries of that page, which this machine cannot reach: check it). The cache is
+#: charged per GB of the function's memory per second while a version is active, at least 3 hours
+#: per version; a restore per GB of memory each time an environment resumes from the snapshot.
+SNAPSTART_PRICES = {
+    "cache_gb_s": 0.0000015046,
+    "restore_gb": 0.0001397998,
+}
+SNAPSTART_PRICES_DATE = "2026-12-06"
+SECONDS_PER_MONTH = 30 * 24 * 3600
 MEMORY_GB = 0.5          # MemorySize 512 in template.yaml Globals
 BASE_MS = 20             # modelled handler time outside DynamoDB (warm)
 PER_REQUEST_MS = 8       # modelled in-region DynamoDB round trip
@@ -1050,6 +1060,37 @@ def table_markdown(results: list[tuple[Step, dict[str, Usage]]], typical_only: b
     return "\n".join(rows)
 
 
+def snapstart_functions(template: Path = TEMPLATE) -> list[str]:
+    """The logical ids of the functions whose published versions SnapStart snapshots when the
+    ``SnapStart`` parameter is Enabled (the Globals' ``ApplyOn``, unless the function sets None)."""
+    from relaynet_local.template import load_yaml
+
+    doc = load_yaml(template)
+    default = (doc["Globals"]["Function"].get("SnapStart") or {}).get("ApplyOn")
+    out = []
+    for lid, res in doc["Resources"].items():
+        if res["Type"] != "AWS::Serverless::Function":
+            continue
+        apply_on = (res["Properties"].get("SnapStart") or {}).get("ApplyOn", default)
+        if apply_on not in (None, "None"):
+            out.append(lid)
+    return out
+
+
+def snapstart_markdown() -> str:
+    """SnapStart's own charges (issue 30): the cache, a fixed charge per function version whatever
+    the load, and a restore per cold start; what turning it off saves."""
+    functions = snapstart_functions()
+    per_function = MEMORY_GB * SECONDS_PER_MONTH * SNAPSTART_PRICES["cache_gb_s"]
+    restore = MEMORY_GB * SNAPSTART_PRICES["restore_gb"] * 1e6
+    return (f"SnapStart (the `SnapStart` parameter, Enabled by default) adds, for the {len(functions)} request-path "
+            f"functions at {int(MEMORY_GB * 1024)} MB: **${per_function * len(functions):,.2f} a month** of snapshot "
+            f"cache whatever the load (${per_function:.2f} per function version, each version charged for at least "
+            f"3 hours; a deploy replaces them), and **${restore:.2f} per million cold starts** restored "
+            f"(${SNAPSTART_PRICES['cache_gb_s']:.10f} per GB-second cached, ${SNAPSTART_PRICES['restore_gb']:.10f} per GB "
+            f"restored, us-east-1, {SNAPSTART_PRICES_DATE}). `SnapStart=Disabled` removes both.")
+
+
 @contextmanager
 def demo_stack(table_name: str = "relaynet-bench") -> Iterator[tuple[dict[str, Any], Meter]]:
     """moto, the table from template.yaml, the demo network applied, presence written, a meter."""
@@ -1102,7 +1143,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
     with demo_stack() as (tokens, meter):
         results = measure(scenario(tokens), meter)
-    table = table_markdown(results, typical_only=not args.all)
+    table = table_markdown(results, typical_only=not args.all) + "\n\n" + snapstart_markdown()
     print(table)
     if args.readme:
         write_readme(table)

@@ -6,3 +6,9 @@ the admin CLI. See docs/architecture.md for the map.
 """
 
 __version__ = "0.1.0"
+
+# Every handler file imports this package, so every function registers the SnapStart
+# after-restore hook at init, as the runtime requires of hooks (relaynet.snapstart).
+from relaynet import snapstart as _snapstart  # noqa: E402
+
+_snapstart.register()

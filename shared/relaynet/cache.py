@@ -83,6 +83,7 @@ def drop_network(network_id: str) -> None:
 
 
 def clear() -> None:
-    """Forget everything (tests, and a process that switches tables)."""
+    """Forget everything (tests, a process that switches tables, a SnapStart restore)."""
     representatives.drop()
     definitions.drop()
+    tokens.drop()

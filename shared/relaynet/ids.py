@@ -42,6 +42,17 @@ def ulid() -> str:
         return _encode(ms, 10) + _encode(_last_rand, 16)
 
 
+def forget_monotonic_state() -> None:
+    """Forget the last millisecond and random part, so the next ULID draws fresh randomness
+    (after a SnapStart restore, relaynet.snapstart: environments restored from one snapshot
+    would otherwise increment the same random part within the snapshot's millisecond and mint
+    the same ids). Ids stay unique; order between ids minted before and after it in one
+    millisecond is not kept, as between two processes."""
+    global _last_ms, _last_rand
+    with _lock:
+        _last_ms, _last_rand = -1, 0
+
+
 def new_id(prefix: str) -> str:
     """``new_id("msg")`` -> ``"msg_01JD..."``. ``prefix`` must be one of :data:`PREFIXES`."""
     if prefix not in PREFIXES:

@@ -121,6 +121,15 @@ def outbound():
     return httpx.Client()
 
 
+def close_outbound() -> None:
+    """Close and forget :func:`outbound`'s client if it was made (after a SnapStart restore,
+    relaynet.snapstart); the next call makes a new one."""
+    if outbound.cache_info().currsize:
+        client = outbound()
+        outbound.cache_clear()
+        client.close()
+
+
 def target_error(url: str) -> str | None:
     """Why ``url`` may not be contacted now, or None: :func:`check_url`'s rules again, and in
     AWS every address its host resolves to must be public (a name that resolves to a private

@@ -10,9 +10,9 @@ WebSocket event being handled.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
+import threading
 
 import boto3
 from botocore.config import Config
@@ -25,11 +25,29 @@ class Gone(Exception):
     """The connection no longer exists (API Gateway's ``GoneException``, HTTP 410)."""
 
 
-@functools.lru_cache(maxsize=8)
+_clients: dict[str, object] = {}  # endpoint -> its management client, at most 8 (one per stage in practice)
+_clients_lock = threading.Lock()
+
+
 def _client(endpoint: str):
-    return boto3.client("apigatewaymanagementapi", endpoint_url=endpoint,
-                        config=Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=2,
-                                      read_timeout=5))
+    with _clients_lock:
+        client = _clients.get(endpoint)
+        if client is None:
+            if len(_clients) >= 8:
+                del _clients[next(iter(_clients))]
+            client = _clients[endpoint] = boto3.client(
+                "apigatewaymanagementapi", endpoint_url=endpoint,
+                config=Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=2, read_timeout=5))
+        return client
+
+
+def close_clients() -> None:
+    """Close the connection pools of the management clients made so far (after a SnapStart
+    restore, relaynet.snapstart); each reconnects on its next call."""
+    with _clients_lock:
+        clients = list(_clients.values())
+    for client in clients:
+        client.close()
 
 
 def endpoint(request_context: dict | None = None) -> str:

@@ -180,6 +180,13 @@ def client():
     return c
 
 
+def close_connections() -> None:
+    """Close the DynamoDB client's connection pool if the client was made (after a SnapStart
+    restore, relaynet.snapstart); it reconnects on its next request. Makes no client."""
+    if client.cache_info().currsize:
+        client().close()
+
+
 def table_name() -> str:
     """The table every item lives in (``RELAYNET_TABLE``)."""
     return settings().table_name
