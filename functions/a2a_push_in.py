@@ -4,6 +4,8 @@ relaynet.http.a2a.push_in, relaynet.a2a.bridge.receive_push)."""
 
 from relaynet import observability
 from relaynet.http import a2a
+# at init, so a SnapStart snapshot holds them (relaynet.http.a2a names them, imports them lazily)
+from relaynet.a2a import bridge  # noqa: F401
 from relaynet.store import table
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these):

@@ -3,6 +3,8 @@ agent definition (docs/protocol.md 13.2; relaynet.http.a2a)."""
 
 from relaynet import observability
 from relaynet.http import a2a
+# at init, so a SnapStart snapshot holds them (relaynet.http.a2a names them, imports them lazily)
+from relaynet.a2a import push, service  # noqa: F401
 from relaynet.store import table
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these):

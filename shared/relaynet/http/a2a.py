@@ -18,29 +18,33 @@ answers the first response; the same id with another message is -32600.
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import re
 from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from relaynet.a2a import bridge, card, push, service, wire
+from relaynet.a2a import card, wire
 from relaynet.a2a.wire import A2AError
 from relaynet.errors import InvalidArgument, NotFound, PayloadTooLarge, PermissionDenied, RelaynetError, Unauthenticated
 from relaynet.http.api import MAX_BODY_BYTES, authorizer_context, body_text, parse_body
 from relaynet.identity import Principal
 from relaynet.observability import logger
 
-#: Methods Relaynet serves (wire.SERVED) -> (params model, service call).
-METHODS: dict[str, tuple[type[BaseModel], Callable[..., dict[str, Any]]]] = {
-    "SendMessage": (wire.SendMessageParams, service.send_message),
-    "GetTask": (wire.GetTaskParams, service.get_task),
-    "ListTasks": (wire.ListTasksParams, service.list_tasks),
-    "CancelTask": (wire.CancelTaskParams, service.cancel_task),
-    "CreateTaskPushNotificationConfig": (wire.PushConfigParams, push.create),
-    "GetTaskPushNotificationConfig": (wire.PushConfigRef, push.get),
-    "ListTaskPushNotificationConfigs": (wire.ListPushConfigsParams, push.list_configs),
-    "DeleteTaskPushNotificationConfig": (wire.PushConfigRef, push.delete),
+#: Methods Relaynet serves (wire.SERVED) -> (params model, "module.function" under relaynet.a2a).
+#: Named, not imported: the card and push-receipt functions import this module too, and need
+#: neither the service (tasks, messaging, claims) nor the push configs (issue 30: no function
+#: imports more than it uses). :func:`_call` imports the one a request needs.
+METHODS: dict[str, tuple[type[BaseModel], str]] = {
+    "SendMessage": (wire.SendMessageParams, "service.send_message"),
+    "GetTask": (wire.GetTaskParams, "service.get_task"),
+    "ListTasks": (wire.ListTasksParams, "service.list_tasks"),
+    "CancelTask": (wire.CancelTaskParams, "service.cancel_task"),
+    "CreateTaskPushNotificationConfig": (wire.PushConfigParams, "push.create"),
+    "GetTaskPushNotificationConfig": (wire.PushConfigRef, "push.get"),
+    "ListTaskPushNotificationConfigs": (wire.ListPushConfigsParams, "push.list_configs"),
+    "DeleteTaskPushNotificationConfig": (wire.PushConfigRef, "push.delete"),
 }
 assert tuple(METHODS) == wire.SERVED, "relaynet.a2a.wire.SERVED names the methods mapped here"
 REFUSED = wire.REFUSED
@@ -144,6 +148,12 @@ def _domain_error(exc: RelaynetError) -> tuple[int, A2AError]:
     return 200, A2AError(wire.INVALID_REQUEST, exc.message, {"relaynet": exc.envelope()["error"]})
 
 
+def _call(target: str) -> Callable[..., dict[str, Any]]:
+    """``"service.send_message"`` -> relaynet.a2a.service.send_message (imported on first use)."""
+    module, _, name = target.partition(".")
+    return getattr(importlib.import_module(f"relaynet.a2a.{module}"), name)
+
+
 def rpc(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The JSON-RPC endpoint (module docstring): an API Gateway proxy result."""
     rpc_id = None
@@ -157,8 +167,11 @@ def rpc(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if method not in METHODS:
             raise A2AError(wire.METHOD_NOT_FOUND, f"no method {method!r}: this agent serves "
                            f"{', '.join(METHODS)}", {"methods": list(METHODS)})
-        model, call = METHODS[method]
+        model, target = METHODS[method]
         params = _params(model, raw_params)
+        call = _call(target)
+        from relaynet.a2a import service
+
         path = event.get("pathParameters") or {}
         agent = path.get("agent", "")
         bound = service.bind(principal, path.get("network", ""), agent)
@@ -213,6 +226,8 @@ def push_in(event: dict[str, Any], context: Any) -> dict[str, Any]:
     try:
         parse_body(body_text(event))  # the body is not applied (the bridge asks GetTask): only checked
         token = (event.get("headers") or {}).get("x-a2a-notification-token")
+        from relaynet.a2a import bridge
+
         bridge.receive_push(path.get("network", ""), path.get("instance", ""), path.get("task", ""), token)
         return _json(200, {"received": True})
     except RelaynetError as exc:
