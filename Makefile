@@ -20,6 +20,8 @@ TEST_STAMP := $(VENV)/.installed-test
 $(STAMP): pyproject.toml
 	@if [ ! -x $(BIN)/python$(RUNTIME_VERSION) ]; then \
 		test -n "$(PYTHON)" || { infra/scripts/find-python $(RUNTIME_VERSION); exit 1; }; \
+		v="$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')"; \
+		[ "$$v" = "$(RUNTIME_VERSION)" ] || { echo "make: $(PYTHON) is Python $$v; .venv needs $(RUNTIME_VERSION), the functions' runtime"; exit 1; }; \
 		rm -rf $(VENV) && echo "make: .venv on $(PYTHON)" && $(PYTHON) -m venv $(VENV); \
 	fi
 	$(BIN)/pip install --quiet --upgrade pip
