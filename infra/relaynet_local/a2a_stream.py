@@ -83,7 +83,7 @@ def serve(request: dict[str, Any], call: Callable[[dict[str, Any]], tuple[int, d
     chunk of it; ``authorized()`` whether the token still proves the caller. Returns how it ended:
     ``answered`` (no stream), ``final``, ``revoked``, ``stopping``, ``error`` or ``disconnected``."""
     from relaynet.a2a import stream, wire
-    from relaynet.store import table
+    from relaynet_local import commits
 
     rpc_id, method = request.get("id"), request["method"]
     status, headers, data = call(stream.opening_request(request))
@@ -103,7 +103,7 @@ def serve(request: dict[str, Any], call: Callable[[dict[str, Any]], tuple[int, d
 
     changed = threading.Event()
     touches = _touches(task["id"])
-    remove = table.on_commit(lambda images: changed.set() if touches(images) else None)
+    remove = commits.subscribe(lambda images: changed.set() if touches(images) else None)
     try:
         open_stream()
         write(_sse({"jsonrpc": "2.0", "id": rpc_id, "result": {"task": task}}))

@@ -17,6 +17,11 @@ run as in AWS.
   a postToConnection over 128 KB is refused (413), a connection ends after 2 hours (1001; set
   ``RELAYNET_AG2_MAX_CONNECTION_SECONDS`` to shorten it) and after 10 minutes without a message
   either way (``RELAYNET_AG2_IDLE_SECONDS``).
+- With several hub processes (``relaynet serve --workers``) a connection lives in the process
+  that accepted it; its id's first byte is that process's index (ids are opaque to clients, as
+  API Gateway's are), and a management call that reaches another process is forwarded to the
+  owner's private address (:attr:`Ag2Gateway.peer_url`), so a push made at the write in one
+  process reaches a socket held by another.
 
 Without the ``ag2`` and ``websockets`` packages, ``/v1/ag2`` answers 501 naming the command that installs them
 (and relaynet_local.server neither loads the AG2 functions nor runs their schedule).
@@ -123,6 +128,9 @@ class Ag2Gateway:
         self.max_seconds = float(os.environ.get("RELAYNET_AG2_MAX_CONNECTION_SECONDS", 7200))
         self.idle_seconds = float(os.environ.get("RELAYNET_AG2_IDLE_SECONDS", 600))
         self.available = wire_installed()
+        self.index = 0  # this hub process's index (relaynet_local.workers): the first byte of its connection ids
+        self.peer_url: Callable[[int], str | None] | None = None  # another process's private URL, by index
+        self._forwarder: Any = None  # httpx.Client, made at the first forwarded call
 
     @property
     def enabled(self) -> bool:
@@ -137,6 +145,9 @@ class Ag2Gateway:
             except Exception:  # noqa: BLE001 - already closing
                 pass
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._forwarder is not None:
+            self._forwarder.close()
+            self._forwarder = None
 
     # -- the upgrade -------------------------------------------------------------------------
 
@@ -181,7 +192,7 @@ class Ag2Gateway:
         path = request.path.split("?", 1)[0]
         if path != PATH:
             return connection.respond(404, f"no WebSocket route {path}\n")
-        connection_id = base64.b64encode(uuid.uuid4().bytes[:10]).decode()
+        connection_id = base64.b64encode(bytes([self.index]) + uuid.uuid4().bytes[:9]).decode()
         connection.ag2_connection_id = connection_id
         connection.ag2_query = request.path.partition("?")[2]
         with self._lock:
@@ -270,6 +281,9 @@ class Ag2Gateway:
         with self._lock:
             conn = self.connections.get(connection_id)
         if conn is None:
+            owner = owner_index(connection_id)
+            if owner is not None and owner != self.index and self.peer_url is not None:
+                return self._forward(owner, method, connection_id, body)
             return 410, json.dumps({"message": "Gone", "__type": "GoneException"}).encode()
         if method == "POST":
             if len(body) > MAX_SERVER_MESSAGE:
@@ -285,3 +299,31 @@ class Ag2Gateway:
             conn.close(1000, "closed by the hub")
             return 204, b""
         return 200, json.dumps({"connectedAt": None, "identity": {"sourceIp": "127.0.0.1"}}).encode()
+
+    def _forward(self, owner: int, method: str, connection_id: str, body: bytes) -> tuple[int, bytes]:
+        """The management call for a connection another hub process holds, made there; Gone
+        when that process is not running (its connections closed with it)."""
+        import httpx
+        from urllib.parse import quote
+
+        url = self.peer_url(owner) if self.peer_url is not None else None
+        if not url:
+            return 410, json.dumps({"message": "Gone", "__type": "GoneException"}).encode()
+        if self._forwarder is None:
+            self._forwarder = httpx.Client(timeout=5.0)
+        try:
+            answer = self._forwarder.request(method, f"{url}{MANAGEMENT_PREFIX}{quote(connection_id, safe='')}",
+                                             content=body)
+        except httpx.HTTPError:
+            return 410, json.dumps({"message": "Gone", "__type": "GoneException"}).encode()
+        return answer.status_code, answer.content
+
+
+def owner_index(connection_id: str) -> int | None:
+    """The index of the hub process holding ``connection_id`` (its first byte); ``None`` for an
+    id this hub did not make."""
+    try:
+        raw = base64.b64decode(connection_id, validate=True)
+    except ValueError:
+        return None
+    return raw[0] if len(raw) == 10 else None

@@ -6,10 +6,12 @@ API Gateway (HTTP API, simple responses) caches a Lambda authorizer's answer per
 GetItem of the token once its token has been seen, and one difference AWS has is not hidden by
 the local stack: a revocation. In AWS a revoked token can pass for the rest of its cached answer
 (docs/architecture.md, "stopping revokes the token item at once"); locally every function runs in
-this process, so :class:`AuthorizerCache` sees each write of a token item (``TOKEN#<hash>``: a
-revocation, a new token) as botocore sends it and drops every cached answer once it has
-succeeded. A token item changed by another process (a script on the store's port) is seen after
-at most ``ttl`` seconds, as in AWS.
+a process of the hub, so :class:`AuthorizerCache` sees each write of a token item (``TOKEN#<hash>``:
+a revocation, a new token) as botocore sends it and drops every cached answer once it has
+succeeded. With several hub processes (``relaynet serve --workers``) the writer also bumps a
+:class:`SharedGeneration` the others compare before each answer, so no process of the hub
+answers from a cache older than a revocation it acknowledged. A token item changed by a process
+outside the hub (a script on the store's port) is seen after at most ``ttl`` seconds, as in AWS.
 
 Every simple response is kept, a refusal too, as API Gateway keeps them, and it is reused for
 every route (API Gateway's cache key is the identity source, not the route). A failing authorizer
@@ -20,11 +22,16 @@ outlives it.
 
 from __future__ import annotations
 
+import fcntl
+import mmap
+import os
+import struct
 import threading
 import time
+from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["AuthorizerCache", "touches_tokens"]
+__all__ = ["AuthorizerCache", "SharedGeneration", "touches_tokens"]
 
 TOKEN_PREFIX = "TOKEN#"  # relaynet.store.keys.token
 _WRITES = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem")
@@ -58,6 +65,46 @@ def touches_tokens(operation: str, params: dict[str, Any]) -> bool:
     return False
 
 
+class SharedGeneration:
+    """A counter every process of one hub reads without a system call: 8 bytes (little-endian
+    unsigned) at the start of ``path``, mapped shared. :meth:`bump` is made under an exclusive
+    ``flock`` of the file, so two processes' bumps are both counted. The hub's processes
+    (``relaynet serve --workers``) bump it at each token write, and every cache compares it before
+    it answers: a revocation made by one process drops the answers the others keep, before
+    their next request is authorised."""
+
+    _FORMAT = "<Q"
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(fd).st_size < 8:
+                os.ftruncate(fd, 8)
+            self._map = mmap.mmap(fd, 8)
+        finally:
+            os.close(fd)
+
+    def value(self) -> int:
+        """The current count."""
+        return struct.unpack_from(self._FORMAT, self._map, 0)[0]
+
+    def bump(self) -> int:
+        """Add one; returns the new count."""
+        with open(self.path, "rb") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                value = self.value() + 1
+                struct.pack_into(self._FORMAT, self._map, 0, value)
+                return value
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        """Unmap the file (it stays on disk for the other processes)."""
+        self._map.close()
+
+
 class AuthorizerCache:
     """Authorizer answers per ``Authorization`` header for ``ttl`` seconds (0: no cache).
 
@@ -76,6 +123,41 @@ class AuthorizerCache:
         self._generation = 0  # bumped by every clear: an answer asked for before it is not kept
         self._session: Any = None
         self._listeners: list[Callable[[], None]] = []
+        self._shared: SharedGeneration | None = None  # the hub's processes' token writes (share)
+        self._seen = 0
+        self._on_local_write: Callable[[], None] | None = None
+
+    def share(self, generation: SharedGeneration | None, on_local_write: Callable[[], None] | None = None) -> None:
+        """Be one of a hub's processes: a token write of any of them (counted in ``generation``)
+        drops this cache's answers before the next one is given, and this process's token writes
+        bump it and call ``on_local_write()`` (the bus tells the others' listeners). ``None``: a
+        hub of one process again."""
+        self._shared = generation
+        self._seen = generation.value() if generation is not None else 0
+        self._on_local_write = on_local_write
+
+    def remote_write(self) -> None:
+        """Another process of the hub wrote a token item: forget every answer and tell the
+        :meth:`on_clear` listeners."""
+        self._forget()
+        for listener in list(self._listeners):
+            listener()
+
+    def _forget(self) -> None:
+        with self._lock:
+            self._answers.clear()
+            self._generation += 1
+
+    def _shared_now(self) -> int:
+        """The hub's token-write count; a change since the last look empties the cache first."""
+        shared = self._shared
+        if shared is None:
+            return 0
+        now = shared.value()
+        if now != self._seen:
+            self._forget()
+            self._seen = now
+        return now
 
     def on_clear(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after each token write of this process succeeded (in the writing
@@ -87,6 +169,7 @@ class AuthorizerCache:
         if self.ttl <= 0:
             return ask()
         now = self._clock()
+        shared = self._shared_now()
         with self._lock:
             hit = self._answers.get(header)
         if hit is not None and hit[0] > now:
@@ -94,18 +177,19 @@ class AuthorizerCache:
         generation = self._generation
         answer = ask()
         if isinstance(answer, dict) and isinstance(answer.get("isAuthorized"), bool):
-            with self._lock:
-                if generation == self._generation:  # no token item was written while we asked
+            with self._lock:  # no token item was written, here or by another process, while we asked
+                if generation == self._generation and (self._shared is None or self._shared.value() == shared):
                     if len(self._answers) >= self.max_entries:
                         self._answers.pop(next(iter(self._answers)))
                     self._answers[header] = (now + self.ttl, answer)
         return answer
 
     def clear(self) -> None:
-        """Forget every answer (a token item was written)."""
-        with self._lock:
-            self._answers.clear()
-            self._generation += 1
+        """Forget every answer (this process is writing a token item); with :meth:`share`, the
+        hub's other processes forget theirs before their next answer."""
+        if self._shared is not None:
+            self._seen = self._shared.bump()
+        self._forget()
 
     # -- seeing token writes ---------------------------------------------------------------
 
@@ -119,6 +203,8 @@ class AuthorizerCache:
             self.clear()
             for listener in list(self._listeners):
                 listener()
+            if self._on_local_write is not None:
+                self._on_local_write()
 
     def install(self) -> "AuthorizerCache":
         """Watch this process's DynamoDB writes (boto3's default session, as
@@ -141,4 +227,5 @@ class AuthorizerCache:
                 self._session.events.unregister(f"after-call.dynamodb.{op}", unique_id=f"{_HOOK_ID}-a-{op}")
             self._session = None
         self._listeners.clear()
+        self.share(None)
         self.clear()

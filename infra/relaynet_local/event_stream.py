@@ -1,9 +1,10 @@
 """``GET /v1/events``: an instance's live events as Server-Sent Events, at the write
 (docs/protocol.md 10.6; what is sent is relaynet.event_stream's decision).
 
-The local stack runs every function in one process, so every committed mailbox entry passes
-:func:`relaynet.store.table.on_commit`: :class:`EventHub` turns each into its event and hands it
-to the subscribers it reaches, each of which has one bounded queue. A subscription is served on
+Every mailbox entry a process of the hub commits reaches :class:`EventHub` through the hub's
+commit feed (relaynet_local.commits: :func:`relaynet.store.table.on_commit` in the writing
+process, the bus from the hub's other processes with ``--workers``): it turns each into its event
+and hands it to the subscribers it reaches, each of which has one bounded queue. A subscription is served on
 its own HTTP connection thread (the server is threaded):
 
 - ``200`` with ``Content-Type: text/event-stream``; each event is ``id: <message id>``,
@@ -14,10 +15,10 @@ its own HTTP connection thread (the server is threaded):
   after a drop loses nothing.
 - A subscriber whose queue is full (it reads slower than its mail arrives, :data:`QUEUE_BOUND`)
   is sent ``event: overflow`` and closed; its reconnect with ``Last-Event-ID`` replays the waiting
-  mail. At most :data:`MAX_PER_INSTANCE` streams per instance: the oldest is closed
+  mail. At most :data:`MAX_PER_INSTANCE` streams per instance and hub process: the oldest is closed
   (``event: replaced``) when another opens.
 - The token is checked when the stream opens (the authorizer, as for every route), again each
-  keepalive, and at once when this process writes a token item (a revocation:
+  keepalive, and at once when a process of the hub writes a token item (a revocation:
   control_stop_agent, control_restart_agent): a revoked token's stream is sent ``event: revoked``
   and closed.
 - Writes made by another process (the admin CLI on the store's port) make no event here; their
@@ -130,11 +131,12 @@ class EventHub:
         self._thread: threading.Thread | None = None
 
     def start(self) -> "EventHub":
-        """Listen to this process's commits; a thread makes the rechecks :meth:`recheck_soon` asks for."""
-        from relaynet.store import table
+        """Listen to the hub's commits (relaynet_local.commits: this process's and its other
+        processes'); a thread makes the rechecks :meth:`recheck_soon` asks for."""
+        from relaynet_local import commits
 
         self._stopping.clear()
-        self._remove = table.on_commit(self._committed)
+        self._remove = commits.subscribe(self._committed)
         self._thread = threading.Thread(target=self._rechecking, daemon=True, name="relaynet-local-events")
         self._thread.start()
         return self

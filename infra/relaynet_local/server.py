@@ -67,13 +67,15 @@ import logging
 import os
 import re
 import signal
+import socket
 import sys
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from relaynet_local import a2a_stream, events, lambdas
@@ -88,7 +90,7 @@ from relaynet_local.memory_store import MemoryStore
 from relaynet_local.throttle import RouteThrottle
 from relaynet_local.template import Function, Route, Template, create_table, find_template, load_template
 
-__all__ = ["LocalStack", "serve", "write_tokens", "merge_tokens", "mcp_config_text", "MAX_BODY_BYTES",
+__all__ = ["LocalStack", "WorkerRole", "serve", "write_tokens", "merge_tokens", "mcp_config_text", "MAX_BODY_BYTES",
            "STORES"]
 
 log = logging.getLogger("local_stack")
@@ -96,6 +98,8 @@ log = logging.getLogger("local_stack")
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway HTTP API payload limit
 #: The embedded stores ``relaynet serve --store`` offers (PROTOCOL.md 9).
 STORES = ("dynamodb-local", "memory")
+#: With several hub processes, the response header naming the one that answered (0: the primary).
+PROCESS_HEADER = "x-relaynet-hub-process"
 _HOP_BY_HOP = {"content-length", "transfer-encoding", "connection", "keep-alive"}
 
 
@@ -222,6 +226,9 @@ class _Handler(BaseHTTPRequestHandler):
         if "content-type" not in sent and body:
             self.send_header("Content-Type", "application/json")
         self.send_header("apigw-requestid", request_id)
+        process = self.server.stack.process_index  # type: ignore[attr-defined]
+        if process is not None:  # which of several hub processes answered (relaynet_local.workers)
+            self.send_header(PROCESS_HEADER, str(process))
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command != "HEAD":
@@ -334,6 +341,9 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
                             ("Connection", "close"), ("X-Accel-Buffering", "no"), ("apigw-requestid", request_id)):
             self.send_header(name, value)
+        process = self.server.stack.process_index  # type: ignore[attr-defined]
+        if process is not None:
+            self.send_header(PROCESS_HEADER, str(process))
         self.end_headers()
         self.close_connection = True
 
@@ -402,9 +412,26 @@ class _HTTPServer(ThreadingHTTPServer):
     # --agents 32 saw "Connection reset by peer", nothing in the hub's log).
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], stack: "LocalStack"):
+    def __init__(self, address: tuple[str, int], stack: "LocalStack", fd: int | None = None):
+        """Listen on ``address``, or accept on the listening socket ``fd`` another process of the
+        hub made (relaynet_local.workers)."""
         self.stack = stack
-        super().__init__(address, _Handler)
+        super().__init__(address, _Handler, bind_and_activate=fd is None)
+        if fd is not None:
+            self.socket.close()
+            self.socket = socket.socket(fileno=fd)
+            self.server_address = self.socket.getsockname()
+
+    def share_accepts(self) -> None:
+        """Several processes accept on this socket: each wakes for a new connection and one gets
+        it, so accept must not block in the others (the others' ``accept`` raise
+        BlockingIOError, which socketserver ignores)."""
+        self.socket.setblocking(False)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, address = self.socket.accept()
+        conn.setblocking(True)
+        return conn, address
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         """A ``GET /v1/ag2`` upgrade is the AG2 WebSocket API's (relaynet_local.ag2_ws); anything
@@ -418,6 +445,27 @@ class _HTTPServer(ThreadingHTTPServer):
 
 # --------------------------------------------------------------------------------------------
 # The stack
+
+
+@dataclass
+class WorkerRole:
+    """What makes a :class:`LocalStack` one of a hub's workers (relaynet_local.workers): its
+    index (1..N-1), the primary's listening socket ``fd``, the ``shared`` directory, the bus's
+    address and key, the store's kind, and ``on_lost`` (called when the bus closes)."""
+
+    index: int
+    fd: int
+    shared: str
+    bus: str
+    authkey: bytes
+    store: str
+    on_lost: Callable[[], None]
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any], on_lost: Callable[[], None]) -> "WorkerRole":
+        """From the JSON :class:`relaynet_local.workers.WorkerPool` hands a worker."""
+        return cls(index=int(config["index"]), fd=int(config["fd"]), shared=config["shared"], bus=config["bus"],
+                   authkey=bytes.fromhex(config["authkey"]), store=config["store"], on_lost=on_lost)
 
 
 class LocalStack:
@@ -435,6 +483,9 @@ class LocalStack:
         table: the table name (``RELAYNET_TABLE``).
         state_dir: where ``local.json`` goes (``None``: nowhere).
         preload: import every handler at start (import errors are logged, not fatal).
+        workers: hub processes in all (relaynet_local.workers): above 1, :meth:`start` also runs
+            ``workers - 1`` worker processes accepting on this stack's socket.
+        role: set only in a worker process (relaynet_local.workers.main).
 
     :meth:`start` raises :class:`relaynet_local.store_setup.StoreSetupError` when the store
     cannot start. The environment is process-wide, so run one stack per process at a time. The
@@ -446,9 +497,13 @@ class LocalStack:
                  sweep_interval: float = 5.0, dynamodb_endpoint: str | None = None,
                  store: str = "dynamodb-local", data_dir: str | os.PathLike[str] | None = None,
                  table: str = "relaynet-local", state_dir: str | os.PathLike[str] | None = ".relaynet",
-                 preload: bool = False):
+                 preload: bool = False, workers: int = 1, role: WorkerRole | None = None):
         if store not in STORES:
             raise ValueError(f"store must be one of {', '.join(STORES)}, not {store!r}")
+        if workers < 1:
+            raise ValueError(f"workers must be at least 1, not {workers}")
+        self.workers = workers
+        self.role = role
         self.host, self.port = host, port
         self.template_path = find_template(template)
         self.sweep_interval = sweep_interval
@@ -457,7 +512,7 @@ class LocalStack:
         self.dynamodb_endpoint = dynamodb_endpoint
         self.table = table
         self.state_dir = Path(state_dir).resolve() if state_dir is not None else None
-        self.store_kind = "external" if dynamodb_endpoint else store
+        self.store_kind = role.store if role is not None else ("external" if dynamodb_endpoint else store)
         self.data_dir = Path(data_dir or (self.state_dir or Path(".relaynet")) / "dynamodb").resolve()
         self.preload = preload
         self.template: Template = load_template(self.template_path)
@@ -477,6 +532,11 @@ class LocalStack:
         self.ag2_url = ""
         self.push_at_write: Any = None  # relaynet_local.streams.WriteNotifier, once started
         self.events: Any = None  # relaynet_local.event_stream.EventHub, once started
+        self.pool: Any = None  # relaynet_local.workers.WorkerPool (the primary of several processes)
+        self._private: _HTTPServer | None = None  # forwarded management calls (several processes)
+        self._shared: Any = None  # relaynet_local.workers.Shared
+        self._bus: Any = None  # relaynet_local.workers.Bus | BusClient
+        self._generation: Any = None  # relaynet_local.authorizer_cache.SharedGeneration
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -485,7 +545,9 @@ class LocalStack:
         self._stopping.clear()
         self._check_settings()
         try:
-            if self.store_kind == "dynamodb-local":
+            if self.role is not None:
+                pass  # the primary's store (dynamodb_endpoint)
+            elif self.store_kind == "dynamodb-local":
                 self._store = DynamoDBLocal(self.data_dir, on_restart=lambda _: self._write_state()).start()
             elif self.store_kind == "memory":
                 self._store = MemoryStore().start()
@@ -496,8 +558,9 @@ class LocalStack:
             self.authorizers.install()
             self._set_environment()
             lambdas.clear_cache()  # a new stack is a new deployment: every container starts cold
-            self._ensure_table()
-            self._migrate_claims()
+            if self.role is None:  # the primary's, once
+                self._ensure_table()
+                self._migrate_claims()
             if self.preload:
                 self._preload()
             self.ag2 = Ag2Gateway(self.template.document, self._invoke_ag2)
@@ -505,13 +568,17 @@ class LocalStack:
 
             self.events = EventHub(token_proves).start()
             self.authorizers.on_clear(self.events.recheck_soon)
-            self._http = _HTTPServer((self.host, self.port), self)
+            self._http = _HTTPServer((self.host, self.port), self,
+                                     fd=self.role.fd if self.role is not None else None)
             self.port = self._http.server_address[1]
             self.url = f"http://{self.host}:{self.port}"
             self.ag2_url = f"ws://{self.host}:{self.port}{AG2_PATH}" if self.ag2.enabled else ""
             self.ag2.domain = f"{self.host}:{self.port}"
+            management = f"{self.url}/{AG2_STAGE}"
+            if self.role is not None or self.workers > 1:
+                management = self._join_processes()
             self._saved_env.setdefault("RELAYNET_AG2_MANAGEMENT_URL", os.environ.get("RELAYNET_AG2_MANAGEMENT_URL"))
-            os.environ["RELAYNET_AG2_MANAGEMENT_URL"] = f"{self.url}/{AG2_STAGE}"
+            os.environ["RELAYNET_AG2_MANAGEMENT_URL"] = management
             if not os.environ.get("RELAYNET_PUBLIC_URL"):  # where A2A remotes post notifications (13.4)
                 self._saved_env.setdefault("RELAYNET_PUBLIC_URL", os.environ.get("RELAYNET_PUBLIC_URL"))
                 os.environ["RELAYNET_PUBLIC_URL"] = self.url
@@ -524,8 +591,11 @@ class LocalStack:
                                 lambda schedule=schedule: self._schedule_loop(schedule))
             from relaynet_local.streams import StreamRunner, WriteNotifier  # the stream functions (notifiers)
 
-            self._streams = StreamRunner(self.template, str(self.dynamodb_endpoint), self.table, self.invoke).start()
+            if self.role is None:  # the stream is read once, by the primary
+                self._streams = StreamRunner(self.template, str(self.dynamodb_endpoint), self.table, self.invoke).start()
             self.push_at_write = WriteNotifier(self.template, self.invoke).start()
+            if self.role is None and self.workers > 1:
+                self._start_workers()
             self._write_state()
         except BaseException:
             self.stop()
@@ -537,6 +607,15 @@ class LocalStack:
     def stop(self) -> None:
         """Stop serving, the timer and moto; restore the environment. Safe to call twice."""
         self._stopping.set()
+        if self.pool is not None:  # the workers first: they use the store and the bus
+            self.pool.stop()
+            self.pool = None
+        if self._bus is not None:
+            self._bus.close()
+            self._bus = None
+        from relaynet_local import commits
+
+        commits.forward_to(None)
         if self.events is not None:
             self.events.stop()
             self.events = None
@@ -555,6 +634,10 @@ class LocalStack:
                 self._serving = False
             self._http.server_close()
             self._http = None
+        if self._private is not None:
+            self._private.shutdown()
+            self._private.server_close()
+            self._private = None
         for thread in self._threads:
             thread.join(timeout=10)
         self._threads.clear()
@@ -562,9 +645,16 @@ class LocalStack:
             self._barrier.uninstall()
             self._barrier = None
         self.authorizers.uninstall()
+        if self._generation is not None:
+            self._generation.close()
+            self._generation = None
         if self._store is not None:
             self._store.stop()
             self._store = None
+        if self._shared is not None:
+            if self.role is None:
+                self._shared.remove()
+            self._shared = None
         self._remove_state()
         self._restore_environment()
         lambdas.clear_cache()
@@ -658,6 +748,56 @@ class LocalStack:
         tokens = apply_spec(text)
         self.settle_writes()  # the tokens are about to be printed and written down
         return tokens
+
+    # -- several processes (relaynet_local.workers) -----------------------------------------
+
+    @property
+    def process_index(self) -> int | None:
+        """This process's index among the hub's processes; ``None`` for a hub of one."""
+        if self.role is not None:
+            return self.role.index
+        return 0 if self.workers > 1 else None
+
+    def _join_processes(self) -> str:
+        """Make this stack one of the hub's processes: accepts shared with the others, a private
+        port for forwarded management calls (published in the shared directory), the shared
+        token generation and the bus. Returns this process's management API URL."""
+        from relaynet_local import commits, workers
+        from relaynet_local.authorizer_cache import SharedGeneration
+
+        assert self._http is not None and self.ag2 is not None
+        self._http.share_accepts()
+        index = self.role.index if self.role is not None else 0
+        self._shared = workers.Shared(self.role.shared if self.role is not None else None)
+        self._private = _HTTPServer(("127.0.0.1", 0), self)
+        self._spawn(f"relaynet-local-private-{index}", self._private.serve_forever)
+        private_url = f"http://127.0.0.1:{self._private.server_address[1]}"
+        self._shared.publish_peer(index, private_url)
+        self.ag2.index = index
+        self.ag2.peer_url = self._shared.peer_url
+        self._generation = SharedGeneration(self._shared.tokens)
+        if self.role is None:
+            self._authkey = workers.new_authkey()
+            self._bus = workers.Bus(self._shared.bus, self._authkey, commits.deliver_remote,
+                                    self.authorizers.remote_write).start()
+        else:
+            self._bus = workers.BusClient(self.role.bus, self.role.authkey, index, commits.deliver_remote,
+                                          self.authorizers.remote_write, self.role.on_lost)
+        self.authorizers.share(self._generation, self._bus.publish_tokens)
+        commits.forward_to(self._bus.publish_commit)
+        return f"{private_url}/{AG2_STAGE}"
+
+    def _start_workers(self) -> None:
+        """Run ``workers - 1`` worker processes on this stack's socket (the primary)."""
+        from relaynet_local.workers import WorkerPool
+
+        assert self._http is not None and self._shared is not None
+        config = {"host": self.host, "template": str(self.template_path), "table": self.table,
+                  "endpoint": str(self.dynamodb_endpoint), "store": self.store_kind, "shared": str(self._shared.path),
+                  "bus": self._shared.bus, "authkey": self._authkey.hex()}
+        self.pool = WorkerPool(self.workers, self._http.fileno(), config).start()
+        log.info("%d hub processes on %s (workers %s)", self.workers, self.url,
+                 ", ".join(str(i) for i in range(1, self.workers)))
 
     # -- internals -------------------------------------------------------------------------
 
@@ -768,7 +908,7 @@ class LocalStack:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         state = {"url": self.url, "dynamodbEndpoint": self.dynamodb_endpoint, "table": self.table,
                  "pid": os.getpid(), "store": self.store_kind,
-                 "storePid": getattr(self._store, "pid", None)}
+                 "storePid": getattr(self._store, "pid", None), "workers": self.workers}
         tmp = self.state_dir / f".local.json.{os.getpid()}"
         tmp.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
         os.replace(tmp, self.state_dir / "local.json")
@@ -903,6 +1043,14 @@ def mcp_config_text(tokens: dict[str, Any], url: str) -> str:
 # Entry point
 
 
+def default_workers() -> int:
+    """``relaynet serve``'s hub processes when ``--workers`` is not given
+    (relaynet_local.workers.default_workers)."""
+    from relaynet_local.workers import default_workers as cores
+
+    return cores()
+
+
 def _configure_logging() -> None:
     root = logging.getLogger()
     if not root.handlers:
@@ -917,7 +1065,7 @@ def serve(host: str = "127.0.0.1", port: int = 8787, spec: str | os.PathLike[str
           tokens_out: str | os.PathLike[str] | None = None, sweep_interval: float = 5.0,
           dynamodb_endpoint: str | None = None, template: str | os.PathLike[str] | None = None,
           print_mcp_config: bool = False, table: str = "relaynet-local", store: str = "dynamodb-local",
-          data_dir: str | os.PathLike[str] | None = None) -> None:
+          data_dir: str | os.PathLike[str] | None = None, workers: int | None = None) -> None:
     """Run the local stack until SIGINT or SIGTERM (``relaynet serve``, PROTOCOL.md 9).
 
     The store is DynamoDB Local in ``data_dir`` (default ``.relaynet/dynamodb``) unless
@@ -934,6 +1082,9 @@ def serve(host: str = "127.0.0.1", port: int = 8787, spec: str | os.PathLike[str
     when the spec cannot be read or the port is taken, StoreSetupError when the store cannot
     start, and whatever applying the spec raises.
 
+    ``workers`` hub processes share the port (relaynet_local.workers; default
+    :func:`relaynet_local.workers.default_workers`, the cores this process may use).
+
     stdout carries only those lines: while serving, ``sys.stdout`` points at stderr, so what
     handlers print (the Powertools Logger writes to stdout, as Lambda expects) goes to stderr.
     """
@@ -943,7 +1094,7 @@ def serve(host: str = "127.0.0.1", port: int = 8787, spec: str | os.PathLike[str
         _configure_logging()
         stack = LocalStack(host, port, template=template, sweep_interval=sweep_interval,
                            dynamodb_endpoint=dynamodb_endpoint, store=store, data_dir=data_dir,
-                           table=table, preload=True)
+                           table=table, preload=True, workers=workers or default_workers())
         spec_text = Path(spec).read_text(encoding="utf-8") if spec is not None else None
         if spec_text is not None:
             stack.check_spec(spec_text)  # an invalid spec stops here, before the store starts

@@ -97,6 +97,17 @@ def _admin(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def _serve(args: argparse.Namespace) -> int:
     from relaynet.config import SettingsError
     from relaynet.errors import RelaynetError
@@ -109,7 +120,7 @@ def _serve(args: argparse.Namespace) -> int:
         serve(host=args.host, port=args.port, spec=args.spec, tokens_out=args.tokens_out,
               sweep_interval=args.sweep_interval, dynamodb_endpoint=args.dynamodb_endpoint,
               template=args.template, print_mcp_config=args.print_mcp_config, store=args.store,
-              data_dir=args.data_dir)
+              data_dir=args.data_dir, workers=args.workers)
     except RelaynetError as exc:  # an invalid spec: refused before the store starts (server.serve)
         return _report(exc)
     except StoreSetupError as exc:
@@ -241,6 +252,8 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument("--dynamodb-endpoint", help="use this DynamoDB instead of an embedded store")
     serve.add_argument("--template", help="template.yaml to take routes from (default: ./template.yaml)")
     serve.add_argument("--print-mcp-config", action="store_true", help="print an mcpServers config per instance")
+    serve.add_argument("--workers", type=_positive_int, default=None,
+                       help="hub processes sharing the port (default: the number of cores)")
     serve.set_defaults(func=_serve)
 
     store = sub.add_parser("store", help="the local store (DynamoDB Local)")

@@ -1,5 +1,5 @@
 """Routing end to end (PROTOCOL.md 4.6, 4.8, 7) on the local stack: `relaynet serve
---sweep-interval 1` with a 3 s offer TTL, driven over HTTP; instances launched with `relaynet
+--sweep-interval 1` with a 6 s offer TTL, driven over HTTP; instances launched with `relaynet
 admin --local launch` in the hub's working directory.
 
 Waits are bounded polls (no timing assertions): the sweep's "within two runs" is asserted on
@@ -26,7 +26,7 @@ agents:
   - {name: worker}
 """
 SWEEP_INTERVAL = 1
-OFFER_TTL = 3
+OFFER_TTL = 6  # headroom for a loaded machine: the first offer must still stand when it is read
 
 
 @pytest.fixture(scope="module")

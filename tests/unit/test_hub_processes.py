@@ -1,0 +1,183 @@
+"""The parts that make several hub processes one hub (relaynet_local.workers, issue 31): the
+shared token generation behind the authorizer caches, the bus that relays commits and token
+writes, the commit feed, and the AG2 connection ids that name their process. Real Unix sockets
+and real files; the processes themselves are exercised by tests/e2e/test_workers_e2e.py."""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+
+import pytest
+
+from relaynet_local import commits
+from relaynet_local.ag2_ws import Ag2Gateway, owner_index
+from relaynet_local.authorizer_cache import AuthorizerCache, SharedGeneration
+from relaynet_local.workers import Bus, BusClient, Shared, default_workers, new_authkey
+
+
+def _poll(predicate, what: str, seconds: float = 5.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"not within {seconds} s: {what}")
+
+
+def test_shared_generation_counts_every_bump_of_every_process(tmp_path):
+    path = tmp_path / "tokens"
+    a, b = SharedGeneration(path), SharedGeneration(path)  # two mappings of one file, as two processes
+    assert a.value() == b.value() == 0
+    threads = [threading.Thread(target=lambda g=g: [g.bump() for _ in range(200)]) for g in (a, b, a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert a.value() == b.value() == 800
+    a.close()
+    assert SharedGeneration(path).value() == 800  # on disk, for a process that maps it later
+
+
+def test_a_token_write_in_one_process_empties_the_cache_of_another(tmp_path):
+    asked = {"one": 0, "two": 0}
+
+    def ask(name):
+        def answer():
+            asked[name] += 1
+            return {"isAuthorized": True, "context": {"n": asked[name]}}
+        return answer
+
+    one, two = AuthorizerCache(10), AuthorizerCache(10)
+    one.share(SharedGeneration(tmp_path / "g"))
+    two.share(SharedGeneration(tmp_path / "g"))
+    assert two.answer("Bearer t", ask("two"))["context"] == {"n": 1}
+    assert two.answer("Bearer t", ask("two"))["context"] == {"n": 1}  # cached
+    one.clear()  # process one writes a token item (a revocation)
+    assert two.answer("Bearer t", ask("two"))["context"] == {"n": 2}  # asked again at once
+    assert two.answer("Bearer t", ask("two"))["context"] == {"n": 2}
+
+
+def test_an_answer_asked_while_another_process_wrote_a_token_is_not_kept(tmp_path):
+    one, two = AuthorizerCache(10), AuthorizerCache(10)
+    one.share(SharedGeneration(tmp_path / "g"))
+    two.share(SharedGeneration(tmp_path / "g"))
+    calls = []
+
+    def slow_answer():
+        calls.append(1)
+        if len(calls) == 1:
+            one.clear()  # the revocation lands while process two's authorizer runs
+        return {"isAuthorized": True, "context": {}}
+
+    two.answer("Bearer t", slow_answer)
+    two.answer("Bearer t", slow_answer)
+    assert len(calls) == 2  # the first answer predates the write: not cached
+
+
+def test_without_sharing_a_cache_ignores_other_processes(tmp_path):
+    """The control: the generation is what carries the write across."""
+    one, two = AuthorizerCache(10), AuthorizerCache(10)
+    one.share(SharedGeneration(tmp_path / "g"))
+    n = []
+    two.answer("Bearer t", lambda: n.append(1) or {"isAuthorized": True})
+    one.clear()
+    two.answer("Bearer t", lambda: n.append(1) or {"isAuthorized": True})
+    assert len(n) == 1
+
+
+@pytest.fixture
+def bus(tmp_path):
+    shared = Shared(tmp_path)
+    key = new_authkey()
+    got = {"primary": [], "tokens": 0}
+    primary = Bus(shared.bus, key, got["primary"].append,
+                  lambda: got.__setitem__("tokens", got["tokens"] + 1)).start()
+    clients, lost = [], []
+    received: dict[int, list] = {1: [], 2: []}
+    tokens: dict[int, int] = {1: 0, 2: 0}
+    for index in (1, 2):
+        clients.append(BusClient(shared.bus, key, index, received[index].append,
+                                 lambda i=index: tokens.__setitem__(i, tokens[i] + 1), lambda i=index: lost.append(i)))
+    _poll(lambda: primary.connected() == [1, 2], "both workers on the bus")
+    yield primary, clients, got, received, tokens, lost
+    for c in clients:
+        c.close()
+    primary.close()
+
+
+def test_the_bus_relays_a_commit_to_every_other_process_once(bus):
+    primary, (one, two), got, received, _, _ = bus
+    one.publish_commit([{"PK": {"S": "A"}}])
+    _poll(lambda: got["primary"] and received[2], "the commit relayed")
+    primary.publish_commit([{"PK": {"S": "B"}}])
+    _poll(lambda: len(received[1]) == 1 and len(received[2]) == 2, "the primary's commit relayed")
+    assert got["primary"] == [[{"PK": {"S": "A"}}]]
+    assert received[1] == [[{"PK": {"S": "B"}}]]  # never its own
+    assert received[2] == [[{"PK": {"S": "A"}}], [{"PK": {"S": "B"}}]]  # in order
+
+
+def test_the_bus_relays_token_writes(bus):
+    primary, (one, two), got, _, tokens, _ = bus
+    two.publish_tokens()
+    _poll(lambda: got["tokens"] == 1 and tokens[1] == 1, "the token write relayed")
+    primary.publish_tokens()
+    _poll(lambda: tokens == {1: 2, 2: 1}, "the primary's token write relayed")
+
+
+def test_a_worker_hears_when_the_primary_is_gone(bus):
+    primary, _, _, _, _, lost = bus
+    primary.close()
+    _poll(lambda: sorted(lost) == [1, 2], "both workers told")
+
+
+def test_the_bus_refuses_a_client_without_the_key(tmp_path):
+    from multiprocessing import AuthenticationError
+
+    shared = Shared(tmp_path)
+    primary = Bus(shared.bus, new_authkey(), lambda _: None, lambda: None).start()
+    try:
+        with pytest.raises(AuthenticationError):
+            BusClient(shared.bus, new_authkey(), 1, lambda _: None, lambda: None, lambda: None)
+        assert primary.connected() == []
+    finally:
+        primary.close()
+
+
+def test_the_commit_feed_gives_local_and_remote_commits_and_forwards_only_local(monkeypatch):
+    from relaynet.store import table
+
+    seen, forwarded = [], []
+    remove = commits.subscribe(seen.append)
+    commits.forward_to(forwarded.append)
+    try:
+        table._committed([{"PK": {"S": "local"}}])  # as a Put of this process commits
+        commits.deliver_remote([{"PK": {"S": "remote"}}])
+        assert seen == [[{"PK": {"S": "local"}}], [{"PK": {"S": "remote"}}]]
+        assert forwarded == [[{"PK": {"S": "local"}}]]  # a remote commit is not sent back
+    finally:
+        remove()
+        commits.forward_to(None)
+
+
+def test_ag2_connection_ids_name_their_process():
+    gateway = Ag2Gateway({"Resources": {}}, lambda *_: None)
+    try:
+        for index in (0, 1, 7):
+            raw = bytes([index]) + b"\x00" * 9
+            assert owner_index(base64.b64encode(raw).decode()) == index
+        assert owner_index("not base64!") is None
+        assert owner_index(base64.b64encode(b"short").decode()) is None
+        gateway.index = 3
+        gateway.peer_url = lambda i: None  # the owner has not published an address: Gone
+        status, _ = gateway.manage("POST", base64.b64encode(bytes([1]) + b"\x01" * 9).decode(), b"x")
+        assert status == 410
+    finally:
+        gateway.stop()
+
+
+def test_default_workers_is_the_usable_cores():
+    import os
+
+    assert default_workers() == len(os.sched_getaffinity(0))
