@@ -163,9 +163,9 @@ AG2_ADAPTERS = (ConsultingAdapter(), ConversationAdapter(), DiscussionAdapter(),
 
 
 def test_the_manifests_are_ag2s_adapters():
-    assert sorted(channel.MANIFESTS) == sorted(a.manifest.type for a in AG2_ADAPTERS)
+    assert sorted(channel.CHANNEL_TYPES) == sorted(a.manifest.type for a in AG2_ADAPTERS)
     for adapter in AG2_ADAPTERS:
-        same(channel.MANIFESTS[adapter.manifest.type], adapter.manifest)
+        same(channel.manifest(adapter.manifest.type), adapter.manifest)
 
 
 ag2_participants = st.builds(ag2_channel.Participant, agent_id=text, role=st.sampled_from(ag2_channel.ParticipantRole),

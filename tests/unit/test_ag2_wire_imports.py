@@ -28,7 +28,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("ag2", "mc
 # the dispatch driven with the frames that need no table: what each gets back, as JSON
 SERVE = r"""
 import importlib, json, os, sys
-sys.path[:0] = [os.path.join(sys.argv[1], "functions"), os.path.join(sys.argv[1], "shared")]
+sys.path[:0] = [os.path.join(sys.argv[1], d) for d in ("functions", "shared", "infra")]
 for name in %r:
     importlib.import_module(name)
 import ag2_frames
@@ -40,6 +40,8 @@ for message in ('{"kind": "ping"}', '{"kind": "request", "request_id": 7, "op": 
                 '{"kind": "request", "request_id": "r3", "op": "list_agents", "params": {}}', 'not json'):
     ag2_frames.wire.handle(session, message)
 print(json.dumps([json.loads(frames.encode(frame)) for _, frame in session.outbox]))
+from relaynet_local.ag2_ws import wire_installed
+print(json.dumps(wire_installed()))  # the local hub serves the wire without ag2
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("ag2", "mcp"))))
 """ % (FUNCTIONS,)
 
@@ -63,8 +65,8 @@ def test_the_wire_answers_with_ag2_and_mcp_not_installed():
     proc = subprocess.run([sys.executable, "-c", SERVE, str(ROOT)], capture_output=True, text=True, timeout=120,
                           env=_env(PYTHONPATH=str(ROOT / "tests" / "e2e" / "without_ag2")), cwd=str(ROOT))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    answers, loaded = (json.loads(line) for line in proc.stdout.strip().splitlines()[-2:])
-    assert loaded == []
+    answers, installed, loaded = (json.loads(line) for line in proc.stdout.strip().splitlines()[-3:])
+    assert loaded == [] and installed is True
     assert answers == [
         {"kind": "pong"},
         {"code": "protocol_error", "message": "malformed request frame: request_id", "envelope_id": None,

@@ -25,7 +25,8 @@ from typing import Any, Callable
 
 from relaynet.ag2 import frames as f
 from relaynet.ag2 import post, turns
-from relaynet.ag2.protocol.channel import MANIFESTS, ChannelMetadata, ChannelState, Participant, ParticipantRole
+from relaynet.ag2.protocol.channel import (CHANNEL_TYPES, ChannelMetadata, ChannelState, Participant, ParticipantRole,
+                                           manifest)
 from relaynet.ag2.protocol.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_EXPIRED,
@@ -370,7 +371,7 @@ def metadata(head: dict[str, Any], hs: dict[str, Any] | None) -> ChannelMetadata
     if head.get("intent"):
         labels["intent"] = head["intent"]
     return ChannelMetadata(
-        channel_id=head["channel_id"], manifest=MANIFESTS[head["type"]], creator_id=ordered[0]["agent"],
+        channel_id=head["channel_id"], manifest=manifest(head["type"]), creator_id=ordered[0]["agent"],
         participants=parts, state=state, created_at=head["created_at"], expires_at=view["expires_at"],
         closed_at=view.get("closed_at"), close_reason=view.get("close_reason") or "",
         knobs=dict(head.get("knobs") or {}), labels=labels, pending_acks=pending)
@@ -406,10 +407,10 @@ def _read(net: str, channel_id: str) -> tuple[dict[str, Any], dict[str, Any] | N
     .expire_past_ttl), and read again."""
     items = store.channel_items(net, channel_id)
     head = next((i for i in items if i["SK"] == "HEAD"), None)
-    if head is not None and head.get("type") in MANIFESTS and channels.expire_past_ttl(head, clock.now_ms()):
+    if head is not None and head.get("type") in CHANNEL_TYPES and channels.expire_past_ttl(head, clock.now_ms()):
         items = store.channel_items(net, channel_id)
         head = next((i for i in items if i["SK"] == "HEAD"), None)
-    if head is None or head.get("type") not in MANIFESTS:
+    if head is None or head.get("type") not in CHANNEL_TYPES:
         raise NotFoundError(f"channel not found: {channel_id}")
     hs = next((i for i in items if i["SK"] == "AG2"), None)
     envs = sorted((i for i in items if i["SK"].startswith("ENV#")), key=lambda i: int(i["seq"]))
@@ -439,7 +440,7 @@ def op_create_channel(session: Session, params: dict[str, Any]) -> Any:
     creator = params["creator_id"]
     principal = session.principal(creator)
     mtype = params["manifest_type"]
-    if mtype not in MANIFESTS:
+    if mtype not in CHANNEL_TYPES:
         raise NotFoundError(f"no adapter registered for {mtype!r}@v{params.get('manifest_version', 1)}")
     targets = [p for p in params["participants"] if p != creator]
     if len(set(params["participants"])) != len(params["participants"]):
@@ -835,7 +836,7 @@ def replay(session: Session, agent: str, since_envelope_id: str) -> None:
             except NotFound:
                 heads[channel_id] = None
         head = heads[channel_id]
-        if head is None or head.get("type") not in MANIFESTS or agent not in recipients(item, head):
+        if head is None or head.get("type") not in CHANNEL_TYPES or agent not in recipients(item, head):
             continue
         session.outbox.append((session.connection_id, NotifyFrame(envelope=to_envelope(item, head), recipient_id=agent)))
 
@@ -942,7 +943,7 @@ def deliver(net: str, channel_id: str, item: dict[str, Any], endpoint_url: str) 
     sends it (:func:`_queue_opened`), so invitees get the invite first however soon this runs
     after the write. Returns how many frames were posted."""
     head = channels.load_channel(net, channel_id)
-    if head.get("type") not in MANIFESTS:
+    if head.get("type") not in CHANNEL_TYPES:
         return 0
     before = written_before(net, channel_id, item)
     notices = [(before, recipients(before, head))] if before else []

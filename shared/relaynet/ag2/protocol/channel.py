@@ -14,8 +14,8 @@ from pydantic import Field
 
 from relaynet.ag2.protocol.base import WireModel, enum_field
 
-__all__ = ("MANIFESTS", "ChannelManifest", "ChannelMetadata", "ChannelState", "Expectation", "Participant",
-           "ParticipantRole", "ParticipantSchema", "is_terminal_channel_state")
+__all__ = ("CHANNEL_TYPES", "ChannelManifest", "ChannelMetadata", "ChannelState", "Expectation", "Participant",
+           "ParticipantRole", "ParticipantSchema", "is_terminal_channel_state", "manifest")
 
 
 class ChannelState(str, Enum):
@@ -110,24 +110,30 @@ class ChannelMetadata(WireModel):
         return is_terminal_channel_state(self.state)
 
 
-def _manifest(type_: str, roles: list[str] | None, knobs: dict[str, str], view: str,
-              expectations: list[tuple[str, str, int]]) -> ChannelManifest:
-    return ChannelManifest(
-        type=type_, version=1,
-        participants=ParticipantSchema(min=2, max=2, roles=roles) if roles else ParticipantSchema(min=2),
-        knobs_schema=knobs, default_view_policy=view,
-        expectations=[Expectation(name=n, on_violation=v, params={"seconds": s}) for n, v, s in expectations])
-
+#: The channel types: AG2's four built-in adapters', which are Relaynet's four (relaynet.adapters.TYPES).
+CHANNEL_TYPES = ("consulting", "conversation", "discussion", "workflow")
 
 _TWO = ["initiator", "respondent"]
-
-#: The manifest of each channel type, as AG2's adapter of that type declares it.
-MANIFESTS: dict[str, ChannelManifest] = {
-    "consulting": _manifest("consulting", _TWO, {}, "full_transcript",
-                            [("acks_within", "auto_close", 30), ("reply_within", "auto_close", 600)]),
-    "conversation": _manifest("conversation", _TWO, {}, "windowed_summary", [("max_silence", "audit", 3600)]),
-    "discussion": _manifest("discussion", None, {"ordering": "str"}, "named_windowed_summary",
-                            [("turn_within", "warn", 120), ("turn_within", "hide", 600)]),
-    "workflow": _manifest("workflow", None, {"graph": "TransitionGraph"}, "named_windowed_summary",
-                          [("turn_within", "warn", 120), ("turn_within", "auto_close", 600)]),
+_DECLARED: dict[str, tuple[list[str] | None, dict[str, str], str, list[tuple[str, str, int]]]] = {
+    "consulting": (_TWO, {}, "full_transcript", [("acks_within", "auto_close", 30), ("reply_within", "auto_close", 600)]),
+    "conversation": (_TWO, {}, "windowed_summary", [("max_silence", "audit", 3600)]),
+    "discussion": (None, {"ordering": "str"}, "named_windowed_summary",
+                   [("turn_within", "warn", 120), ("turn_within", "hide", 600)]),
+    "workflow": (None, {"graph": "TransitionGraph"}, "named_windowed_summary",
+                 [("turn_within", "warn", 120), ("turn_within", "auto_close", 600)]),
 }
+_manifests: dict[str, ChannelManifest] = {}
+
+
+def manifest(channel_type: str) -> ChannelManifest:
+    """The manifest of ``channel_type`` (one of :data:`CHANNEL_TYPES`), as AG2's adapter of that
+    type declares it: participant bounds and roles, knobs, default view, expectations. Built on
+    first use. KeyError for another type."""
+    if channel_type not in _manifests:
+        roles, knobs, view, expectations = _DECLARED[channel_type]
+        _manifests[channel_type] = ChannelManifest(
+            type=channel_type, version=1,
+            participants=ParticipantSchema(min=2, max=2, roles=roles) if roles else ParticipantSchema(min=2),
+            knobs_schema=knobs, default_view_policy=view,
+            expectations=[Expectation(name=n, on_violation=v, params={"seconds": s}) for n, v, s in expectations])
+    return _manifests[channel_type].model_copy(deep=True)
