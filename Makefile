@@ -15,7 +15,7 @@ TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: setup setup-test store chromium run test check generate fuzz lint openapi cost build bench bench-store bench-scale test-scale screenshots clean
 
-# What the hub needs and nothing more: the package, its runtime dependencies and the AG2 wire's (ag2, websockets).
+# What the hub needs and nothing more: the package, its runtime dependencies and the AG2 wire's (websockets).
 # A .venv of another Python (an older checkout's) is replaced, not patched.
 $(STAMP): pyproject.toml
 	@if [ ! -x $(BIN)/python$(RUNTIME_VERSION) ]; then \
@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[ag2]'
 	touch $(STAMP)
 
-# The test extras on top (pytest, hypothesis, moto, cfn-lint, the SAM CLI, ag2).
+# The test extras on top (pytest, hypothesis, moto, cfn-lint, the SAM CLI, ag2: the AG2 wire's oracle and test clients).
 $(TEST_STAMP): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(TEST_STAMP)

@@ -14,6 +14,7 @@ from tests.conftest import ROOT
 
 #: Never on a function's import path: module -> why.
 NOT_AT_INIT = {
+    "ag2": "AG2's package (its agent stack, 1.5 s): the AG2 wire serves Relaynet's models of it (relaynet.ag2.protocol)",
     "aws_xray_sdk": "the tracer's SDK: loaded only when tracing is on",
     "mcp": "the MCP bridge's SDK (relaynet.mcp_bridge, a client-side process)",
     "yaml": "spec files (relaynet.admin): the admin CLI and the local stack",
@@ -28,17 +29,11 @@ NOT_AT_INIT = {
 PROBE = """
 import importlib, json, os, sys
 sys.path[:0] = [os.path.join(sys.argv[1], "functions"), os.path.join(sys.argv[1], "shared")]
-found, layer = {}, set()
-names = sorted(f[:-3] for f in os.listdir(os.path.join(sys.argv[1], "functions")) if f.endswith(".py"))
-# the AG2 wire's functions last: they also carry Ag2Layer, whose ag2 package imports what it needs
-# itself (httpx, mcp, yaml); only what our code adds on top of it counts against them
-for name in sorted(names, key=lambda n: n.startswith("ag2_")):
-    if name.startswith("ag2_") and not layer:
-        importlib.import_module("ag2.network")
-        layer = set(sys.modules)
+found = {}
+for name in sorted(f[:-3] for f in os.listdir(os.path.join(sys.argv[1], "functions")) if f.endswith(".py")):
     importlib.import_module(name)
     for module in json.loads(sys.argv[2]):
-        if module in sys.modules and module not in layer:
+        if module in sys.modules:
             found.setdefault(module, name)
 print(json.dumps(found))
 """

@@ -230,17 +230,17 @@ def test_configuration_reaches_every_function(template):
 
 
 def test_layer_is_built_from_shared():
-    """SharedLayer (every function) is shared/; Ag2Layer (AG2's package, for the AG2 wire
-    functions only, so no other function carries it) is shared/ag2-layer/."""
+    """SharedLayer (every function) is shared/, the only layer: the AG2 wire's functions serve
+    AG2's protocol with Relaynet's own models of it (relaynet.ag2.protocol; issue 30 part 2), so
+    no function carries AG2's package."""
     resources = load_yaml(TEMPLATE)["Resources"]
     layers = {lid: r for lid, r in resources.items() if r["Type"] == "AWS::Serverless::LayerVersion"}
-    assert sorted(layers) == ["Ag2Layer", "SharedLayer"]
+    assert sorted(layers) == ["SharedLayer"]
     assert layers["SharedLayer"]["Properties"]["ContentUri"] == "shared/"
-    assert layers["Ag2Layer"]["Properties"]["ContentUri"] == "shared/ag2-layer/"
-    assert "ag2==" in (ROOT / "shared" / "ag2-layer" / "requirements.txt").read_text(encoding="utf-8")
     requirements = (ROOT / "shared" / "requirements.txt").read_text(encoding="utf-8").lower()
     for package in ("aws-lambda-powertools", "pydantic", "pyyaml"):
         assert package in requirements
+    assert not re.search(r"^\s*ag2\b", requirements, re.M)
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,17 +261,13 @@ def test_runtime_and_architecture_match_the_layer():
             continue
         assert layer["Properties"]["CompatibleRuntimes"] == [fn["Runtime"]]
         assert layer["Properties"]["CompatibleArchitectures"] == fn["Architectures"]
-        # the shared layer ships byte code (shared/Makefile); the AG2 layer is SAM's python builder
-        build = "makefile" if lid == "SharedLayer" else fn["Runtime"]
-        assert layer["Metadata"] == {"BuildMethod": build, "BuildArchitecture": "arm64"}, lid
+        # the shared layer ships byte code (shared/Makefile)
+        assert layer["Metadata"] == {"BuildMethod": "makefile", "BuildArchitecture": "arm64"}, lid
     for lid, r in doc["Resources"].items():
         if r["Type"] == "AWS::Serverless::Function":
             props = r["Properties"]
             assert "Runtime" not in props and "Architectures" not in props, lid
-            # Globals' SharedLayer for all; the AG2 wire functions that import ag2 add Ag2Layer (SAM appends)
-            assert props.get("Layers", [{"Ref": "Ag2Layer"}]) == [{"Ref": "Ag2Layer"}], lid
-            assert ("Layers" in props) == (props["Handler"].split(".")[0] in ("ag2_frames", "ag2_notifier",
-                                                                              "ag2_keepalive")), lid
+            assert "Layers" not in props, f"{lid}: Globals' SharedLayer is every function's one layer"
             assert r.get("Metadata") == {"BuildMethod": "makefile"}, f"{lid}: functions/Makefile builds every function"
 
 
@@ -349,7 +345,6 @@ def _sam_transform(doc: dict | None = None, layer_uri: str = "s3://bucket/layer.
     doc = doc or yaml_parse(TEMPLATE.read_text(encoding="utf-8"))
     doc["Globals"]["Function"]["CodeUri"] = "s3://bucket/functions.zip"
     doc["Resources"]["SharedLayer"]["Properties"]["ContentUri"] = layer_uri
-    doc["Resources"]["Ag2Layer"]["Properties"]["ContentUri"] = "s3://bucket/ag2-layer.zip"
 
     class Policies:
         def load(self):
@@ -500,8 +495,7 @@ def test_sam_build_builds_every_function_and_the_layer_without_docker(tmp_path):
         lid = logical_id(stem)
         assert (build / lid / f"{stem}.py").is_file(), f"{lid} was not built"
         assert built[lid]["Properties"]["CodeUri"] == lid
-    assert (build / "Ag2Layer" / "python" / "ag2" / "network" / "adapters" / "consulting.py").is_file(), \
-        "the AG2 wire's layer lacks ag2"
+    assert not (build / "SharedLayer" / "python" / "ag2").exists(), "the layer carries AG2's package"
     layer = build / "SharedLayer" / "python"
     for package in ("relaynet/__init__.py", "relaynet/store/table.py", "relaynet/ui/index.html", "relaynet/ui/app.js",
                     "relaynet/ui/app.css", "relaynet/ui/icon.svg", "aws_lambda_powertools", "pydantic",

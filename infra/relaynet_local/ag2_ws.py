@@ -23,8 +23,10 @@ run as in AWS.
   owner's private address (:attr:`Ag2Gateway.peer_url`), so a push made at the write in one
   process reaches a socket held by another.
 
-Without the ``ag2`` and ``websockets`` packages, ``/v1/ag2`` answers 501 naming the command that installs them
-(and relaynet_local.server neither loads the AG2 functions nor runs their schedule).
+Without the ``websockets`` package, ``/v1/ag2`` answers 501 naming the command that installs it
+(and relaynet_local.server neither loads the AG2 functions nor runs their schedule). The ``ag2``
+package is not needed: the handlers serve AG2's protocol with Relaynet's own models of it
+(relaynet.ag2.protocol; issue 30 part 2), so only AG2's clients need it.
 """
 
 from __future__ import annotations
@@ -50,15 +52,15 @@ STAGE = "ag2"
 MANAGEMENT_PREFIX = f"/{STAGE}/@connections/"
 MAX_CLIENT_FRAME = 32 * 1024
 MAX_SERVER_MESSAGE = 128 * 1024
-INSTALL_HINT = "pip install 'relaynet[ag2]' (ag2 and websockets; `make run` installs them), then restart the hub"
+INSTALL_HINT = "pip install 'relaynet[ag2]' (websockets; `make run` installs it), then restart the hub"
 
 
 def wire_installed() -> bool:
-    """Whether this Python has what the AG2 wire needs: ``ag2`` (its frames and adapters, which
-    the functions/ag2_*.py handlers import) and ``websockets`` (the local WebSocket server)."""
+    """Whether this Python has what the AG2 wire needs: ``websockets`` (the local WebSocket
+    server). The functions/ag2_*.py handlers need nothing beyond the layer's packages."""
     import importlib.util
 
-    return all(importlib.util.find_spec(name) is not None for name in ("ag2", "websockets"))
+    return importlib.util.find_spec("websockets") is not None
 
 
 def is_wire_function(handler: str) -> bool:

@@ -1,6 +1,9 @@
 """AG2 agents connect unmodified (docs/protocol.md 12): AG2's own client, ``HubClient(WsLink(url))``,
 against ``relaynet serve`` at ws://127.0.0.1:PORT/v1/ag2, using only AG2's public client API.
-The demo network's agents are the identities; their instance tokens are the passports' claims."""
+The demo network's agents are the identities; their instance tokens are the passports' claims.
+The hub runs with ``ag2`` and ``mcp`` unimportable (tests/e2e/without_ag2), as in the AG2 wire's
+Lambdas: Relaynet serves the wire with its own models of the protocol (issue 30 part 2); only the
+clients here are AG2's."""
 
 from __future__ import annotations
 
@@ -19,10 +22,19 @@ from ag2.network.envelope import EV_CHANNEL_CLOSED, EV_TEXT  # noqa: E402
 from ag2.network.errors import AccessDeniedError, AuthError, NetworkError  # noqa: E402
 from ag2.testing import TestConfig  # noqa: E402
 
-from tests.e2e.conftest import Hub  # noqa: E402
+from tests.conftest import ROOT  # noqa: E402
+from tests.e2e.conftest import Hub, start_hub, stop_hub  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 WAIT = 15.0
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    """The demo network on a local stack whose Python cannot import ``ag2`` (nor ``mcp``)."""
+    h = start_hub(tmp_path_factory.mktemp("hub"), env={"PYTHONPATH": str(ROOT / "tests" / "e2e" / "without_ag2")})
+    yield h
+    stop_hub(h)
 
 
 def ws_url(hub: Hub) -> str:

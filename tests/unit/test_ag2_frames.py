@@ -1,5 +1,7 @@
 """The AG2 wire's codec and dispatch (relaynet.ag2.frames, relaynet.ag2.wire), domain-free: what
-each inbound frame gets, decoded as strictly as AG2's hub decodes (docs/protocol.md 12)."""
+each inbound frame gets, decoded as strictly as AG2's hub decodes (docs/protocol.md 12). What the
+wire sends is read back with AG2 1.2.1's own decoder (a test dependency) and compared with AG2's
+frames: the client sees what AG2's hub would send."""
 
 from __future__ import annotations
 
@@ -11,10 +13,11 @@ import pytest
 
 pytest.importorskip("ag2.network")
 
-from ag2.network.errors import AccessDeniedError, AuthError, NotFoundError  # noqa: E402
 from ag2.network.transport.frames import ErrorFrame, PongFrame, ResponseFrame, decode_frame, encode_frame  # noqa: E402
 
 from relaynet.ag2 import frames as f  # noqa: E402
+from relaynet.ag2.protocol import frames as ours  # noqa: E402
+from relaynet.ag2.protocol.errors import AccessDeniedError, AuthError, NotFoundError  # noqa: E402
 from relaynet.ag2.wire import Wire  # noqa: E402
 
 DEFERRED = object()
@@ -42,7 +45,8 @@ def wire(**ops: Any) -> tuple[Wire, list[tuple]]:
 
 
 def sent(session: FakeSession) -> list[Any]:
-    return [frame for _, frame in session.outbox]
+    """The frames queued, as AG2's client decodes them off the wire."""
+    return [decode_frame(json.loads(f.encode(frame))) for _, frame in session.outbox]
 
 
 @pytest.mark.parametrize("message", [
@@ -113,11 +117,11 @@ def test_hello_failures_are_error_frames_and_receipts_reach_the_cursor_hook():
 
 
 def test_encode_is_ag2s_encoding_and_refuses_a_message_over_128_kb():
-    frame = ResponseFrame(request_id="r", ok=True, result={"x": "y"})
-    assert decode_frame(json.loads(f.encode(frame))) == frame
-    assert json.loads(f.encode(frame)) == encode_frame(frame)
+    frame = ours.ResponseFrame(request_id="r", ok=True, result={"x": "y"})
+    assert decode_frame(json.loads(f.encode(frame))) == ResponseFrame(request_id="r", ok=True, result={"x": "y"})
+    assert json.loads(f.encode(frame)) == encode_frame(ResponseFrame(request_id="r", ok=True, result={"x": "y"}))
     with pytest.raises(f.TooLarge):
-        f.encode(ResponseFrame(request_id="r", ok=True, result="x" * f.MAX_SERVER_MESSAGE))
+        f.encode(ours.ResponseFrame(request_id="r", ok=True, result="x" * f.MAX_SERVER_MESSAGE))
 
 
 def test_fit_list_keeps_the_longest_prefix_that_fits():

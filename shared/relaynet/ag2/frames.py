@@ -1,7 +1,8 @@
-"""The frame codec of AG2's wire (``ag2.network.transport.frames``), strict as AG2 is, and the
-message-size limits of API Gateway's WebSocket APIs.
+"""The frame codec of AG2's wire (relaynet.ag2.protocol.frames, Relaynet's models of AG2 1.2.1's
+``ag2/network/transport/frames.py``), strict as AG2 is, and the message-size limits of API
+Gateway's WebSocket APIs.
 
-Decoding is AG2's own ``decode_frame`` plus its hub's type checks (``Hub._malformed_field``), so a
+Decoding is AG2's ``decode_frame`` plus its hub's type checks (``Hub._malformed_field``), so a
 frame AG2's hub would drop is dropped here too: not JSON, not an object, no or an unknown ``kind``,
 an extra or a missing key (AG2 builds a dataclass from the keys), a field of the wrong JSON type.
 A dropped frame gets no answer, exactly as with AG2's hub: the client's request times out (30 s).
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ag2.network.transport.frames import (
+from relaynet.ag2.protocol.frames import (
     ErrorFrame,
     Frame,
     HelloFrame,
@@ -45,7 +46,7 @@ class TooLarge(ValueError):
 
 
 def decode(text: str | bytes) -> Frame:
-    """One WebSocket text message -> an AG2 frame dataclass. Raises :class:`Dropped`."""
+    """One WebSocket text message -> a frame (relaynet.ag2.protocol.frames). Raises :class:`Dropped`."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -88,7 +89,8 @@ def malformed_field(frame: Frame) -> str | None:
 
 
 def encode(frame: Frame) -> bytes:
-    """An AG2 frame -> the UTF-8 JSON text message. Raises :class:`TooLarge` over 128 KB."""
+    """A frame -> the UTF-8 JSON text message, as AG2's ``encode_frame`` and ``json.dumps`` write
+    it. Raises :class:`TooLarge` over 128 KB."""
     data = json.dumps(encode_frame(frame), separators=(",", ":"), default=str).encode("utf-8")
     if len(data) > MAX_SERVER_MESSAGE:
         raise TooLarge(f"{frame.kind} frame of {len(data)} bytes is over {MAX_SERVER_MESSAGE}")

@@ -3,30 +3,31 @@
 An AG2 ``agent_id`` is the Relaynet agent name: agents here outlive connections and instances,
 so the stable name is the identity. An AG2 channel is a Relaynet channel (relaynet.channels):
 ``ag2.msg.text`` envelopes are Relaynet ``text`` envelopes, so an agent on the HTTP/MCP plugin
-surface and an AG2 agent share one channel. The AG2 adapter of the channel's type
-(``ag2.network.adapters``) validates every AG2 send against its fold of the channel's WAL, and
-the Relaynet adapter decides it again in the send's transaction.
+surface and an AG2 agent share one channel. Every AG2 send is checked by the Relaynet adapter of
+the channel's type, read as AG2's adapters read a send (relaynet.ag2.turns), against the
+channel's folded state, and decided again by the same adapter in the send's transaction.
+
+The records, frames and errors are Relaynet's models of AG2 1.2.1's (relaynet.ag2.protocol):
+nothing here imports the ``ag2`` package.
 
 Each op takes the :class:`Session` of the calling connection and the request's ``params`` and
 returns the JSON result, or :data:`DEFERRED` when the answer comes later by postToConnection
 (``create_channel`` waits for the invitees' acks that way, never inside one Lambda invocation).
-Errors are AG2's (``ag2.network.errors``), which :mod:`relaynet.ag2.wire` maps to AG2's codes.
+Errors are AG2's (relaynet.ag2.protocol.errors), which :mod:`relaynet.ag2.wire` maps to AG2's codes.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ag2.network.adapters.consulting import ConsultingAdapter
-from ag2.network.adapters.conversation import ConversationAdapter
-from ag2.network.adapters.discussion import DiscussionAdapter
-from ag2.network.adapters.workflow import WorkflowAdapter
-from ag2.network.channel import ChannelMetadata, ChannelState, Participant, ParticipantRole
-from ag2.network.envelope import (
+from relaynet.ag2 import frames as f
+from relaynet.ag2 import post, turns
+from relaynet.ag2.protocol.channel import (CHANNEL_TYPES, ChannelMetadata, ChannelState, Participant, ParticipantRole,
+                                           manifest)
+from relaynet.ag2.protocol.envelope import (
     EV_CHANNEL_CLOSED,
     EV_CHANNEL_EXPIRED,
     EV_CHANNEL_INVITE,
@@ -38,18 +39,13 @@ from ag2.network.envelope import (
     EV_TEXT,
     Envelope,
 )
-from ag2.network.errors import AccessDeniedError, AuthError, NotFoundError, ProtocolError
-from ag2.network.identity import AuthBlock, CostProfile, ObservedStat, Passport, Resume
-from ag2.network.rule import Rule, parse_duration
-from ag2.network.transport.frames import NotifyFrame, PingFrame, ResponseFrame, WelcomeFrame
-from ag2.task import TERMINAL_TASK_STATES, TaskMetadata, TaskState
-
-from relaynet import adapters as rn_adapters
-from relaynet.ag2 import frames as f
-from relaynet.ag2 import post
+from relaynet.ag2.protocol.errors import AccessDeniedError, AuthError, NotFoundError, ProtocolError
+from relaynet.ag2.protocol.frames import NotifyFrame, PingFrame, ResponseFrame, WelcomeFrame
+from relaynet.ag2.protocol.identity import AuthBlock, CostProfile, ObservedStat, Passport, Resume
+from relaynet.ag2.protocol.rule import Rule, parse_duration
+from relaynet.ag2.protocol.task import TERMINAL_TASK_STATES, TaskMetadata, TaskState
 from relaynet import cache, channels, clock, ids
 from relaynet import identity as rn_identity
-from relaynet.adapters import Send
 from relaynet.directory import load as load_directory
 from relaynet.config import settings
 from relaynet.errors import Conflict, InvalidArgument, NotFound, PermissionDenied, RelaynetError
@@ -63,9 +59,6 @@ log = logging.getLogger(__name__)
 DEFERRED = object()  #: an op's answer that a later invocation sends
 AUTH_SCHEME = "api_key"
 
-#: One adapter per channel type, as AG2's HubClient registers them (stateless, shared).
-ADAPTERS = {a.manifest.type: a for a in (ConsultingAdapter(), ConversationAdapter(), DiscussionAdapter(),
-                                          WorkflowAdapter())}
 
 #: Relaynet envelope event types and their AG2 names (both ways).
 _TO_AG2 = {"text": EV_TEXT, "packet": EV_PACKET, "opened": EV_CHANNEL_OPENED, "closed": EV_CHANNEL_CLOSED,
@@ -221,7 +214,7 @@ def op_register(session: Session, params: dict[str, Any]) -> Any:
     _bind(session, principal, passport.auth.claim)
     passport.agent_id = passport.name
     passport.created_at = clock.iso(clock.now_ms())
-    passport.auth = dataclasses.replace(passport.auth, claim={})
+    passport.auth = passport.auth.model_copy(update={"claim": {}})
     resume.last_updated = passport.created_at
     store.put_identity(principal.network_id, passport.name, {
         "passport": passport.to_dict(), "resume": resume.to_dict(), "rule": rule.to_dict(),
@@ -378,7 +371,7 @@ def metadata(head: dict[str, Any], hs: dict[str, Any] | None) -> ChannelMetadata
     if head.get("intent"):
         labels["intent"] = head["intent"]
     return ChannelMetadata(
-        channel_id=head["channel_id"], manifest=ADAPTERS[head["type"]].manifest, creator_id=ordered[0]["agent"],
+        channel_id=head["channel_id"], manifest=manifest(head["type"]), creator_id=ordered[0]["agent"],
         participants=parts, state=state, created_at=head["created_at"], expires_at=view["expires_at"],
         closed_at=view.get("closed_at"), close_reason=view.get("close_reason") or "",
         knobs=dict(head.get("knobs") or {}), labels=labels, pending_acks=pending)
@@ -414,10 +407,10 @@ def _read(net: str, channel_id: str) -> tuple[dict[str, Any], dict[str, Any] | N
     .expire_past_ttl), and read again."""
     items = store.channel_items(net, channel_id)
     head = next((i for i in items if i["SK"] == "HEAD"), None)
-    if head is not None and head.get("type") in ADAPTERS and channels.expire_past_ttl(head, clock.now_ms()):
+    if head is not None and head.get("type") in CHANNEL_TYPES and channels.expire_past_ttl(head, clock.now_ms()):
         items = store.channel_items(net, channel_id)
         head = next((i for i in items if i["SK"] == "HEAD"), None)
-    if head is None or head.get("type") not in ADAPTERS:
+    if head is None or head.get("type") not in CHANNEL_TYPES:
         raise NotFoundError(f"channel not found: {channel_id}")
     hs = next((i for i in items if i["SK"] == "AG2"), None)
     envs = sorted((i for i in items if i["SK"].startswith("ENV#")), key=lambda i: int(i["seq"]))
@@ -432,13 +425,12 @@ def _participant_channel(session: Session, channel_id: str):
     return head, hs, envs
 
 
-def _fold(head: dict[str, Any], hs: dict[str, Any] | None, envs: list[dict[str, Any]]):
-    meta = metadata(head, hs)
-    adapter = ADAPTERS[head["type"]]
-    state = adapter.initial_state(meta)
-    for item in envs:
-        state = adapter.fold(to_envelope(item, head), state)
-    return meta, adapter, state
+def _check(head: dict[str, Any], env: Envelope):
+    """AG2's ``validate_send`` of ``env`` in the channel ``head`` (relaynet.ag2.turns.check, on
+    the head's folded state): the Relaynet send it is, or None. Raises ProtocolError."""
+    send, _ = turns.check(head["type"], channels.names(head), head["adapter_state"], head["channel_id"],
+                          env.sender_id, env.event_type, env.event_data, clock.now_ms())
+    return send
 
 
 def op_create_channel(session: Session, params: dict[str, Any]) -> Any:
@@ -448,7 +440,7 @@ def op_create_channel(session: Session, params: dict[str, Any]) -> Any:
     creator = params["creator_id"]
     principal = session.principal(creator)
     mtype = params["manifest_type"]
-    if mtype not in ADAPTERS:
+    if mtype not in CHANNEL_TYPES:
         raise NotFoundError(f"no adapter registered for {mtype!r}@v{params.get('manifest_version', 1)}")
     targets = [p for p in params["participants"] if p != creator]
     if len(set(params["participants"])) != len(params["participants"]):
@@ -499,17 +491,18 @@ def _answer_creator(session: Session, net: str, channel_id: str, hs: dict[str, A
 
 
 def op_post_envelope(session: Session, params: dict[str, Any]) -> Any:
-    """``post_envelope``: an invite ack or reject, or an ``ag2.msg.text`` send (validated by the
-    channel type's AG2 adapter over its WAL, then sent through relaynet.channels.send, whose
-    adapter decides it again in the transaction). Other event types are refused with a
-    ProtocolError naming the supported ones. Returns the envelope id."""
+    """``post_envelope``: an invite ack or reject, or an ``ag2.msg.text`` send (checked by the
+    channel type's Relaynet adapter on the channel's folded state, relaynet.ag2.turns, then sent
+    through relaynet.channels.send, whose adapter decides it again in the transaction). Other
+    event types are refused with a ProtocolError naming the supported ones; a malformed envelope
+    (an unknown or missing key, a value of the wrong type) too. Returns the envelope id."""
     try:
         env = Envelope.from_dict(params["envelope"])
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         raise ProtocolError(f"malformed envelope: {exc}") from None
     principal = session.principal(env.sender_id)
     net = principal.network_id
-    head, hs, envs = _participant_channel(session, env.channel_id)
+    head, hs, _ = _participant_channel(session, env.channel_id)
     if env.sender_id not in channels.names(head):
         raise ProtocolError(f"channel {env.channel_id!r} only accepts sends from participants, got {env.sender_id!r}")
     if env.event_type in (EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT):
@@ -517,18 +510,17 @@ def op_post_envelope(session: Session, params: dict[str, Any]) -> Any:
     if env.event_type != EV_TEXT:
         raise ProtocolError(f"Relaynet carries {EV_TEXT!r} envelopes and invite acks over AG2's wire, "
                             f"not {env.event_type!r}")
-    meta, adapter, state = _fold(head, hs, envs)
+    meta = metadata(head, hs)
     if meta.is_terminal():
         raise ProtocolError(f"channel {env.channel_id!r} is {meta.state.value}")
     if meta.state != ChannelState.ACTIVE:
         raise ProtocolError(f"channel {env.channel_id!r} not active (state={meta.state.value})")
-    adapter.validate_send(meta, env, state)
+    send = _check(head, env)
     text = env.event_data.get("text")
     if not isinstance(text, str):
         raise ProtocolError("an ag2.msg.text envelope carries event_data.text, a string")
-    tool = rn_adapters.adapter(head["type"]).tool
-    sent = _domain(lambda: channels.send(principal, env.channel_id, Send(sender=principal.agent, tool=tool), text,
-                                         audience=env.audience, causation_id=env.causation_id))
+    sent = _domain(lambda: channels.send(principal, env.channel_id, send, text, audience=env.audience,
+                                         causation_id=env.causation_id))
     return sent["envelope_id"]
 
 
@@ -613,39 +605,39 @@ def op_find_envelope_by_causation(session: Session, params: dict[str, Any]) -> A
 
 
 def op_can_send(session: Session, params: dict[str, Any]) -> Any:
-    """``can_send``: whether the AG2 adapter would accept a text from ``sender_id`` now."""
+    """``can_send``: whether an envelope of ``event_type`` (default ``ag2.msg.text``) from
+    ``sender_id`` would be accepted now (the channel active, the turn rules of relaynet.ag2.turns)."""
     session.principal(params["sender_id"])
     try:
-        head, hs, envs = _participant_channel(session, params["channel_id"])
+        head, hs, _ = _participant_channel(session, params["channel_id"])
     except NotFoundError:
         return False
-    meta, adapter, state = _fold(head, hs, envs)
-    if meta.state != ChannelState.ACTIVE:
+    if metadata(head, hs).state != ChannelState.ACTIVE:
         return False
-    probe = Envelope(channel_id=meta.channel_id, sender_id=params["sender_id"], audience=None,
+    probe = Envelope(channel_id=head["channel_id"], sender_id=params["sender_id"], audience=None,
                      event_type=params.get("event_type") or EV_TEXT, event_data={"text": ""})
     try:
-        adapter.validate_send(meta, probe, state)
-    except Exception:  # noqa: BLE001 - any refusal means "not now", as AG2's hub answers
+        _check(head, probe)
+    except ProtocolError:  # a refusal means "not now", as AG2's hub answers
         return False
     return True
 
 
 def op_pending_turns_for(session: Session, params: dict[str, Any]) -> Any:
-    """``pending_turns_for``: active channels whose AG2 adapter expects ``agent_id`` next."""
+    """``pending_turns_for``: active channels whose adapter expects ``agent_id`` next, with the
+    envelope that put the turn on it (relaynet.ag2.turns.expected_next)."""
     principal = session.principal(params["agent_id"])
     listed = _domain(lambda: channels.list_channels(principal, state="active", limit=100))
     out = []
     for ch in listed["channels"]:
         head, hs, envs = _read(principal.network_id, ch["channel_id"])
-        meta, adapter, state = _fold(head, hs, envs)
-        if meta.state != ChannelState.ACTIVE:
+        if metadata(head, hs).state != ChannelState.ACTIVE:
             continue
-        expected = adapter.expected_next(meta, state)
+        expected = turns.expected_next(head["type"], head["adapter_state"], envs)
         if expected is None or expected.agent_id != principal.agent:
             continue
         at = next((i.get("created_at") for i in envs if i["envelope_id"] == expected.triggering_envelope_id), None)
-        out.append({"channel_id": meta.channel_id, "triggering_envelope_id": expected.triggering_envelope_id,
+        out.append({"channel_id": head["channel_id"], "triggering_envelope_id": expected.triggering_envelope_id,
                     "expected_at": at or clock.iso(clock.now_ms())})
     return out
 
@@ -844,7 +836,7 @@ def replay(session: Session, agent: str, since_envelope_id: str) -> None:
             except NotFound:
                 heads[channel_id] = None
         head = heads[channel_id]
-        if head is None or head.get("type") not in ADAPTERS or agent not in recipients(item, head):
+        if head is None or head.get("type") not in CHANNEL_TYPES or agent not in recipients(item, head):
             continue
         session.outbox.append((session.connection_id, NotifyFrame(envelope=to_envelope(item, head), recipient_id=agent)))
 
@@ -951,7 +943,7 @@ def deliver(net: str, channel_id: str, item: dict[str, Any], endpoint_url: str) 
     sends it (:func:`_queue_opened`), so invitees get the invite first however soon this runs
     after the write. Returns how many frames were posted."""
     head = channels.load_channel(net, channel_id)
-    if head.get("type") not in ADAPTERS:
+    if head.get("type") not in CHANNEL_TYPES:
         return 0
     before = written_before(net, channel_id, item)
     notices = [(before, recipients(before, head))] if before else []

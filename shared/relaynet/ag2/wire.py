@@ -2,7 +2,8 @@
 knows frames and AG2's error codes, not the domain: the ops, the handshake and receipts are
 given to it (:class:`Wire`), so the same dispatch serves every WebSocket route.
 
-What each inbound frame gets (as AG2's ``Hub._dispatch_frame``):
+What each inbound frame gets (as AG2 1.2.1's ``Hub._dispatch_frame``; the frames and errors are
+Relaynet's models of AG2's, relaynet.ag2.protocol):
 
 =========================================  ===================================================
 frame                                      answer
@@ -27,25 +28,13 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ag2.network.errors import AccessDeniedError, AuthError, NetworkError, NotFoundError, ProtocolError
-from ag2.network.transport.frames import ResponseFrame
-
 from relaynet.ag2 import frames as f
+from relaynet.ag2.protocol.errors import ERROR_CODES, NetworkError, ProtocolError, error_code
+from relaynet.ag2.protocol.frames import ResponseFrame
 
 log = logging.getLogger(__name__)
 
-#: AG2's error codes (``ag2.network.hub.core._ERROR_CODE_MAP``); anything else is ``error``.
-ERROR_CODES: tuple[tuple[type[Exception], str], ...] = (
-    (NotFoundError, "not_found"), (AccessDeniedError, "access_denied"), (ProtocolError, "protocol_error"),
-    (AuthError, "auth_failed"))
-
-
-def error_code(exc: BaseException) -> str:
-    """AG2's wire code for an error (the client re-raises the matching NetworkError)."""
-    for cls, code in ERROR_CODES:
-        if isinstance(exc, cls):
-            return code
-    return "error"
+__all__ = ("ERROR_CODES", "Wire", "error_code")  # the codes are relaynet.ag2.protocol.errors'
 
 
 @dataclass
