@@ -43,7 +43,7 @@ What it does, in the order :meth:`LocalStack.start` does it:
    never delays the routing sweep (errors are logged, never fatal; ``sweep_interval <= 0``
    disables the timers).
 7. Writes ``<state_dir>/local.json``: ``{"url", "dynamodbEndpoint", "table", "pid", "store",
-   "storePid"}`` (removed again by :meth:`LocalStack.stop`).
+   "storePid", "workers"}`` (removed again by :meth:`LocalStack.stop`).
 
 On DynamoDB Local, a response whose handler made a transaction leaves only once the store has
 committed it (:class:`relaynet_local.dynamodb_local.TransactionBarrier`), so a ``kill -9`` of the
