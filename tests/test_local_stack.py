@@ -204,7 +204,7 @@ def test_local_json_records_the_stack(stack):
     state = json.loads((stack.state_dir / "local.json").read_text())
     assert state == {"url": stack.url, "dynamodbEndpoint": stack.dynamodb_endpoint,
                      "table": "fixture-table", "pid": os.getpid(), "store": "dynamodb-local",
-                     "storePid": state["storePid"]}
+                     "storePid": state["storePid"], "workers": 1}
     assert "DynamoDBLocal.jar" in Path(f"/proc/{state['storePid']}/cmdline").read_bytes().decode()
 
 
