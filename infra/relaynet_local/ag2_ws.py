@@ -42,6 +42,9 @@ import threading
 import time
 import uuid
 from typing import Any, Callable
+from urllib.parse import quote
+
+import httpx
 
 from relaynet_local.template import ref_target
 
@@ -131,7 +134,7 @@ class Ag2Gateway:
         self.idle_seconds = float(os.environ.get("RELAYNET_AG2_IDLE_SECONDS", 600))
         self.available = wire_installed()
         self.index = 0  # this hub process's index (relaynet_local.workers): the first byte of its connection ids
-        self.peer_url: Callable[[int], str | None] | None = None  # another process's private URL, by index
+        self.peer_url: Callable[[int, bool], str | None] | None = None  # another process's private URL (index, fresh)
         self._forwarder: Any = None  # httpx.Client, made at the first forwarded call
 
     @property
@@ -304,21 +307,24 @@ class Ag2Gateway:
 
     def _forward(self, owner: int, method: str, connection_id: str, body: bytes) -> tuple[int, bytes]:
         """The management call for a connection another hub process holds, made there; Gone
-        when that process is not running (its connections closed with it)."""
-        import httpx
-        from urllib.parse import quote
-
-        url = self.peer_url(owner) if self.peer_url is not None else None
-        if not url:
-            return 410, json.dumps({"message": "Gone", "__type": "GoneException"}).encode()
+        when that process is not running (its connections closed with it). The owner's address is
+        read again once when it refuses the connection (a restarted worker has a new port)."""
+        gone = 410, json.dumps({"message": "Gone", "__type": "GoneException"}).encode()
         if self._forwarder is None:
             self._forwarder = httpx.Client(timeout=5.0)
-        try:
-            answer = self._forwarder.request(method, f"{url}{MANAGEMENT_PREFIX}{quote(connection_id, safe='')}",
-                                             content=body)
-        except httpx.HTTPError:
-            return 410, json.dumps({"message": "Gone", "__type": "GoneException"}).encode()
-        return answer.status_code, answer.content
+        for fresh in (False, True):
+            url = self.peer_url(owner, fresh) if self.peer_url is not None else None
+            if not url:
+                return gone
+            try:
+                answer = self._forwarder.request(method, f"{url}{MANAGEMENT_PREFIX}{quote(connection_id, safe='')}",
+                                                 content=body)
+            except httpx.ConnectError:
+                continue
+            except httpx.HTTPError:
+                return gone
+            return answer.status_code, answer.content
+        return gone
 
 
 def owner_index(connection_id: str) -> int | None:

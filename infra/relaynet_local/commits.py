@@ -19,7 +19,7 @@ import logging
 import threading
 from typing import Any, Callable
 
-__all__ = ["subscribe", "deliver_remote", "forward_to", "reset"]
+__all__ = ["subscribe", "deliver_remote", "forward_to"]
 
 log = logging.getLogger("local_stack.commits")
 
@@ -84,14 +84,3 @@ def deliver_remote(images: list[dict[str, Any]]) -> None:
     """Another process of this hub committed ``images``: tell this process's listeners."""
     if images:
         _dispatch(images)
-
-
-def reset() -> None:
-    """Forget the listeners, the forwarding and the table hook (a stack stopping)."""
-    global _remove_hook, _forward
-    with _lock:
-        if _remove_hook is not None:
-            _remove_hook()
-            _remove_hook = None
-        _forward = None
-        _listeners.clear()

@@ -89,6 +89,7 @@ from relaynet_local.dynamodb_local import DynamoDBLocal, TransactionBarrier
 from relaynet_local.memory_store import MemoryStore
 from relaynet_local.throttle import RouteThrottle
 from relaynet_local.template import Function, Route, Template, create_table, find_template, load_template
+from relaynet_local.workers import default_workers
 
 __all__ = ["LocalStack", "WorkerRole", "serve", "write_tokens", "merge_tokens", "mcp_config_text", "MAX_BODY_BYTES",
            "STORES"]
@@ -226,13 +227,17 @@ class _Handler(BaseHTTPRequestHandler):
         if "content-type" not in sent and body:
             self.send_header("Content-Type", "application/json")
         self.send_header("apigw-requestid", request_id)
-        process = self.server.stack.process_index  # type: ignore[attr-defined]
-        if process is not None:  # which of several hub processes answered (relaynet_local.workers)
-            self.send_header(PROCESS_HEADER, str(process))
+        self._send_process()
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+
+    def _send_process(self) -> None:
+        """With several hub processes, the header naming the one answering (relaynet_local.workers)."""
+        process = self.server.stack.process_index  # type: ignore[attr-defined]
+        if process is not None:
+            self.send_header(PROCESS_HEADER, str(process))
 
     def _error(self, status: int, code: str, message: str, request_id: str) -> int:
         self._send(status, {"content-type": "application/json"}, _envelope(code, message), request_id)
@@ -341,9 +346,7 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in (("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-cache"),
                             ("Connection", "close"), ("X-Accel-Buffering", "no"), ("apigw-requestid", request_id)):
             self.send_header(name, value)
-        process = self.server.stack.process_index  # type: ignore[attr-defined]
-        if process is not None:
-            self.send_header(PROCESS_HEADER, str(process))
+        self._send_process()
         self.end_headers()
         self.close_connection = True
 
@@ -652,8 +655,7 @@ class LocalStack:
             self._store.stop()
             self._store = None
         if self._shared is not None:
-            if self.role is None:
-                self._shared.remove()
+            self._shared.remove()  # only the primary's: it made the directory
             self._shared = None
         self._remove_state()
         self._restore_environment()
@@ -777,8 +779,7 @@ class LocalStack:
         self.ag2.peer_url = self._shared.peer_url
         self._generation = SharedGeneration(self._shared.tokens)
         if self.role is None:
-            self._authkey = workers.new_authkey()
-            self._bus = workers.Bus(self._shared.bus, self._authkey, commits.deliver_remote,
+            self._bus = workers.Bus(self._shared.bus, workers.new_authkey(), commits.deliver_remote,
                                     self.authorizers.remote_write).start()
         else:
             self._bus = workers.BusClient(self.role.bus, self.role.authkey, index, commits.deliver_remote,
@@ -794,7 +795,7 @@ class LocalStack:
         assert self._http is not None and self._shared is not None
         config = {"host": self.host, "template": str(self.template_path), "table": self.table,
                   "endpoint": str(self.dynamodb_endpoint), "store": self.store_kind, "shared": str(self._shared.path),
-                  "bus": self._shared.bus, "authkey": self._authkey.hex()}
+                  "bus": self._shared.bus, "authkey": self._bus.authkey.hex()}
         self.pool = WorkerPool(self.workers, self._http.fileno(), config).start()
         log.info("%d hub processes on %s (workers %s)", self.workers, self.url,
                  ", ".join(str(i) for i in range(1, self.workers)))
@@ -1041,14 +1042,6 @@ def mcp_config_text(tokens: dict[str, Any], url: str) -> str:
 
 # --------------------------------------------------------------------------------------------
 # Entry point
-
-
-def default_workers() -> int:
-    """``relaynet serve``'s hub processes when ``--workers`` is not given
-    (relaynet_local.workers.default_workers)."""
-    from relaynet_local.workers import default_workers as cores
-
-    return cores()
 
 
 def _configure_logging() -> None:

@@ -78,6 +78,7 @@ class Shared:
     def __init__(self, path: str | os.PathLike[str] | None = None):
         self.owned = path is None
         self.path = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix="relaynet-hub-"))
+        self._peers: dict[int, str] = {}  # read once per index, again on request (peer_url fresh)
 
     @property
     def bus(self) -> str:
@@ -93,12 +94,20 @@ class Shared:
         tmp.write_text(url, encoding="utf-8")
         os.replace(tmp, self.path / f"peer-{index}")
 
-    def peer_url(self, index: int) -> str | None:
-        """Process ``index``'s private URL; ``None`` when it has not published one."""
+    def peer_url(self, index: int, fresh: bool = False) -> str | None:
+        """Process ``index``'s private URL (as last read; ``fresh``: read again, for a process
+        that was restarted); ``None`` when it has not published one."""
+        if not fresh and index in self._peers:
+            return self._peers[index]
         try:
-            return (self.path / f"peer-{index}").read_text(encoding="utf-8").strip() or None
+            url = (self.path / f"peer-{index}").read_text(encoding="utf-8").strip() or None
         except OSError:
-            return None
+            url = None
+        if url is None:
+            self._peers.pop(index, None)
+        else:
+            self._peers[index] = url
+        return url
 
     def remove(self) -> None:
         """Delete the directory (the primary, at stop)."""
@@ -303,7 +312,6 @@ class WorkerPool:
         self.listen_fd = listen_fd
         self.config = config
         self.procs: dict[int, subprocess.Popen] = {}
-        self.restarts = 0
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -315,11 +323,6 @@ class WorkerPool:
             thread.start()
             self._threads.append(thread)
         return self
-
-    def pids(self) -> list[int]:
-        """The running workers' process ids, by index."""
-        with self._lock:
-            return [self.procs[i].pid for i in sorted(self.procs) if self.procs[i].poll() is None]
 
     def _spawn(self, index: int) -> subprocess.Popen:
         env = dict(os.environ)
@@ -340,8 +343,6 @@ class WorkerPool:
                 return
             if time.monotonic() - started > 60:
                 backoff = 1.0
-            with self._lock:
-                self.restarts += 1
             log.error("hub worker %d (pid %d) exited with %s; restarting it in %.0f s", index, proc.pid,
                       proc.returncode, backoff)
             if self._stopping.wait(backoff):

@@ -172,6 +172,7 @@ def test_a_killed_worker_is_restarted_and_loses_no_answered_write(hub2):
 
 
 def test_kill_9_of_the_primary_takes_the_workers_and_the_port_serves_again(tmp_path):
+    """And the restart, given no --workers, runs one process per usable core."""
     port = free_port()
     hub = start_hub(tmp_path, "--workers", "2", port=port)
     workers = until(lambda: _workers(hub.proc.pid), "the worker process started")
@@ -179,8 +180,11 @@ def test_kill_9_of_the_primary_takes_the_workers_and_the_port_serves_again(tmp_p
     hub.proc.send_signal(signal.SIGKILL)
     hub.proc.wait(10)
     until(lambda: not any(_alive(w) for w in workers), "the workers exited with the primary", wait=15)
-    hub = start_hub(tmp_path, "--workers", "2", port=port)
+    hub = start_hub(tmp_path, port=port)  # without --workers: one process per usable core
     try:
+        cores = len(os.sched_getaffinity(0))
+        assert json.loads((tmp_path / ".relaynet" / "local.json").read_text())["workers"] == cores
+        until(lambda: len(_workers(hub.proc.pid)) == cores - 1, f"{cores - 1} workers started")
         inbox = tool(hub, "network_inbox", {}, hub.token("coder"))
         assert [m["id"] for m in inbox["messages"] if m["kind"] == "ask"] == [sent["messageId"]]
     finally:

@@ -14,7 +14,7 @@ import pytest
 from relaynet_local import commits
 from relaynet_local.ag2_ws import Ag2Gateway, owner_index
 from relaynet_local.authorizer_cache import AuthorizerCache, SharedGeneration
-from relaynet_local.workers import Bus, BusClient, Shared, default_workers, new_authkey
+from relaynet_local.workers import Bus, BusClient, Shared, new_authkey
 
 
 def _poll(predicate, what: str, seconds: float = 5.0):
@@ -170,14 +170,57 @@ def test_ag2_connection_ids_name_their_process():
         assert owner_index("not base64!") is None
         assert owner_index(base64.b64encode(b"short").decode()) is None
         gateway.index = 3
-        gateway.peer_url = lambda i: None  # the owner has not published an address: Gone
+        gateway.peer_url = lambda i, fresh: None  # the owner has not published an address: Gone
         status, _ = gateway.manage("POST", base64.b64encode(bytes([1]) + b"\x01" * 9).decode(), b"x")
         assert status == 410
     finally:
         gateway.stop()
 
 
-def test_default_workers_is_the_usable_cores():
-    import os
+def test_a_peer_address_is_read_once_and_again_on_request(tmp_path):
+    shared = Shared(tmp_path)
+    assert shared.peer_url(1) is None
+    shared.publish_peer(1, "http://127.0.0.1:1111")
+    assert shared.peer_url(1) == "http://127.0.0.1:1111"
+    shared.publish_peer(1, "http://127.0.0.1:2222")  # the worker restarted on another port
+    assert shared.peer_url(1) == "http://127.0.0.1:1111"  # as read
+    assert shared.peer_url(1, fresh=True) == "http://127.0.0.1:2222"
+    assert shared.peer_url(1) == "http://127.0.0.1:2222"
 
-    assert default_workers() == len(os.sched_getaffinity(0))
+
+def test_a_management_call_follows_a_restarted_owner_to_its_new_port():
+    """The owner's old port refuses; the gateway reads the address again and the call lands."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    import socket
+
+    got = []
+
+    class Owner(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            got.append((self.path, self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    with socket.socket() as dead:
+        dead.bind(("127.0.0.1", 0))
+        dead_url = f"http://127.0.0.1:{dead.getsockname()[1]}"  # bound, never listening: refused
+        owner = ThreadingHTTPServer(("127.0.0.1", 0), Owner)
+        threading.Thread(target=owner.serve_forever, daemon=True).start()
+        live_url = f"http://127.0.0.1:{owner.server_address[1]}"
+        asked = []
+        gateway = Ag2Gateway({"Resources": {}}, lambda *_: None)
+        gateway.peer_url = lambda index, fresh: asked.append(fresh) or (live_url if fresh else dead_url)
+        try:
+            cid = base64.b64encode(bytes([1]) + b"\x02" * 9).decode()
+            status, _ = gateway.manage("POST", cid, b'{"kind":"notify"}')
+            assert status == 200
+            assert asked == [False, True]
+            assert got and got[0][1] == b'{"kind":"notify"}' and got[0][0].endswith(cid.replace("/", "%2F").replace("+", "%2B").replace("=", "%3D"))
+        finally:
+            gateway.stop()
+            owner.shutdown()
+            owner.server_close()
