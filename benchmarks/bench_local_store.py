@@ -20,8 +20,15 @@ while another instance's overlapping grant had not begun its release (the client
 a grant before it sends its release, so a report is never a release still in flight).
 
 ``--think-ms`` makes each agent pause a random 0..2x that between rounds, as agents do while
-their model thinks; without it the loop is closed (8 calls always in flight), which measures
+their model thinks; ``--pace`` makes it pause 0.25-0.75 s after every call (issue 31's "paced as
+agents are"); without either the loop is closed (8 calls always in flight), which measures
 how much the hub serves on this machine more than how fast one call is.
+
+``--workers N`` passes ``relaynet serve --workers N`` (hub processes on the one port; default
+the hub's own, one per core). Printed at the end: hub + store CPU milliseconds per call over the
+load (``/proc``: the hub, its workers and DynamoDB Local, user + system) and the p50/p99 of every
+tool. ``--restart`` then stops the hub (SIGINT), starts it again on the same directory and checks
+every instance's token still works and no mail comes back a second time.
 
 Targets for the default store (issue "A local hub that holds"): no 5xx; p99 of the last window at
 most 1.5x the second (the first is warm-up); hub + store RSS under 1 GB; p50 under 10 ms; every
@@ -30,6 +37,7 @@ acknowledged ask delivered exactly once.
     python benchmarks/bench_local_store.py                       # both stores, 8,000 calls each
     python benchmarks/bench_local_store.py --stores dynamodb-local --calls 20000
     python benchmarks/bench_local_store.py --stores dynamodb-local --think-ms 200
+    python benchmarks/bench_local_store.py --stores dynamodb-local --agents 32 --claims own --pace --workers 2
 """
 
 from __future__ import annotations
@@ -74,6 +82,33 @@ def _rss_mb(pid: int | None) -> float:
     return 0.0
 
 
+def _cpu_ms(pid: int | None) -> float:
+    """User + system CPU time of ``pid`` so far (ms; 0 when it is gone)."""
+    if not pid:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _worker_pids(pid: int) -> list[int]:
+    """The hub's worker processes (its children running relaynet_local.workers)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) != pid:
+                continue
+            if b"relaynet_local.workers" in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
 def _instances(agents: int) -> dict[str, int]:
     """How many instances of each demo agent make ``agents`` (8 gives the default mix)."""
     planners = reviewers = max(1, agents // 4)
@@ -92,26 +127,29 @@ def _spec(tmp: Path) -> Path:
 class Hub:
     """`relaynet serve` in a temporary directory; ``tokens`` by agent, ``pid`` and ``store_pid``."""
 
-    def __init__(self, store: str, tmp: Path):
-        self.port = _free_port()
+    def __init__(self, store: str, tmp: Path, workers: int | None = None, port: int | None = None):
+        self.port = port or _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.tmp = tmp
         args = [RELAYNET, "serve", "--port", str(self.port), "--spec", str(_spec(tmp)), "--tokens-out",
                 str(tmp / "tokens.json"), "--template", str(ROOT / "template.yaml"), "--sweep-interval", "2"]
         if store == "memory":
             args += ["--store", "memory"]
+        if workers is not None:
+            args += ["--workers", str(workers)]
         env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL_DYNAMODB"}
         env["POWERTOOLS_LOG_LEVEL"] = "WARNING"
         env["POWERTOOLS_METRICS_DISABLED"] = "false"  # the hub's own counts (conflict retries), on its stdout
-        self.log = open(tmp / "serve.log", "wb")
-        self.metrics = open(tmp / "metrics.log", "wb")  # its stdout
+        self.log = open(tmp / "serve.log", "ab")
+        self.metrics = open(tmp / "metrics.log", "ab")  # its stdout
         started = time.monotonic()
         self.proc = subprocess.Popen(args, cwd=tmp, env=env, stdout=self.metrics, stderr=self.log)
         while True:
             if self.proc.poll() is not None or time.monotonic() - started > 120:
                 raise SystemExit(f"relaynet serve did not start:\n{(tmp / 'serve.log').read_text()[-3000:]}")
             try:
-                if httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200 and (tmp / "tokens.json").exists():
+                if httpx.get(f"{self.url}/v1/health", timeout=1).status_code == 200 and (tmp / "tokens.json").exists() \
+                        and (tmp / ".relaynet" / "local.json").exists():
                     break
             except httpx.HTTPError:
                 pass
@@ -119,10 +157,20 @@ class Hub:
         self.start_seconds = time.monotonic() - started
         doc = json.loads((tmp / "tokens.json").read_text())["networks"]["demo"]["instances"]
         self.tokens = {agent: [i["token"] for i in insts] for agent, insts in doc.items()}
-        self.store_pid = json.loads((tmp / ".relaynet" / "local.json").read_text()).get("storePid")
+        state = json.loads((tmp / ".relaynet" / "local.json").read_text())
+        self.store_pid = state.get("storePid")
+        self.processes = int(state.get("workers") or 1)
+        deadline = time.monotonic() + 60
+        while len(_worker_pids(self.proc.pid)) < self.processes - 1 and time.monotonic() < deadline:
+            time.sleep(0.1)  # the workers import every handler before they accept
+
+    def cpu_ms(self) -> tuple[float, float]:
+        """CPU time so far (ms) of the hub's processes together, and of its store."""
+        return sum(_cpu_ms(pid) for pid in (self.proc.pid, *_worker_pids(self.proc.pid))), _cpu_ms(self.store_pid)
 
     def rss(self) -> tuple[float, float]:
-        return _rss_mb(self.proc.pid), _rss_mb(self.store_pid)
+        """(the hub's processes together, its store) resident memory, MB."""
+        return sum(_rss_mb(pid) for pid in (self.proc.pid, *_worker_pids(self.proc.pid))), _rss_mb(self.store_pid)
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGINT)
@@ -153,9 +201,10 @@ class Hub:
 class Recorder:
     """Latencies and statuses in call order, shared by the threads."""
 
-    def __init__(self, budget: int):
+    def __init__(self, budget: int, pace: bool = False):
         self.lock = threading.Lock()
         self.budget = budget
+        self.pace = pace
         self.samples: list[tuple[float, int]] = []  # (ms, status)
         self.by_tool: dict[str, list[float]] = {}  # tool -> latencies (ms) of its 200s
         self.held: dict[str, tuple[str, str]] = {}  # scope -> (instance, claim id) granted, release not begun
@@ -186,6 +235,8 @@ class Recorder:
                 self.by_tool.setdefault(tool, []).append(ms)
             if status not in (200, 409) and len(self.unexpected) < 5:  # 409: claim conflicts, lost races
                 self.unexpected.append((tool, status, json.dumps(body)[:300]))
+        if self.pace:
+            time.sleep(random.uniform(0.25, 0.75))  # the agent's model reads the answer
         return status, body
 
 
@@ -271,14 +322,36 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-def run(store: str, calls: int, window: int, max_seconds: float, think: float = 0.0, claims: str = "shared") -> dict:
+def _restart(hub: "Hub", store: str, workers: int | None, rec: "Recorder") -> dict:
+    """Start the hub again on its directory and port: every token works and nothing comes back."""
+    started = time.monotonic()
+    again = Hub(store, hub.tmp, workers, port=hub.port)
+    try:
+        took = time.monotonic() - started
+        broken, redelivered = 0, 0
+        for toks in again.tokens.values():
+            for token in toks:
+                with httpx.Client(base_url=again.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+                    broken += http.post("/v1/tools/network_whoami", json={}).status_code != 200
+                    body = http.post("/v1/tools/network_inbox", json={}).json()
+                    redelivered += sum(1 for m in body.get("messages", []) if rec.delivered[m["id"]])
+    finally:
+        again.stop()
+    print(f"   restart: healthy again in {took:.1f} s; tokens refused {broken}; mail delivered again {redelivered}",
+          flush=True)
+    return {"restartSeconds": round(took, 1), "tokensRefusedAfterRestart": broken, "redeliveredAfterRestart": redelivered}
+
+
+def run(store: str, calls: int, window: int, max_seconds: float, think: float = 0.0, claims: str = "shared",
+        pace: bool = False, workers: int | None = None, restart: bool = False) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"bench-{store}-") as tmp:
-        hub = Hub(store, Path(tmp))
+        hub = Hub(store, Path(tmp), workers)
         print(f"\n== store {store}: hub up in {hub.start_seconds:.1f} s (pid {hub.proc.pid}, store pid "
-              f"{hub.store_pid}); {calls} calls by {sum(INSTANCES.values())} agents, "
-              f"{'no think time (closed loop)' if not think else f'thinking {think * 1000:.0f} ms a round on average'}",
+              f"{hub.store_pid}, {hub.processes} hub processes); {calls} calls by {sum(INSTANCES.values())} agents, "
+              f"{'paced: 0.25-0.75 s after every call' if pace else 'no think time (closed loop)' if not think else f'thinking {think * 1000:.0f} ms a round on average'}",
               flush=True)
-        rec = Recorder(calls)
+        rec = Recorder(calls, pace)
+        cpu_before = hub.cpu_ms()
         deadline = time.monotonic() + max_seconds
         threads = [threading.Thread(target=_agent_loop, args=(rec, hub.url, agent, token, n, deadline, think, claims))
                    for agent, toks in hub.tokens.items() for n, token in enumerate(toks)]
@@ -308,6 +381,9 @@ def run(store: str, calls: int, window: int, max_seconds: float, think: float = 
         elapsed = time.monotonic() - started
         for t in threads:
             t.join()
+        cpu_after = hub.cpu_ms()
+        hub_cpu, store_cpu = ((after - before) / max(len(rec.samples), 1) for after, before in zip(cpu_after, cpu_before))
+        cpu_per_call = hub_cpu + store_cpu
         _drain(rec, hub.url, hub.tokens)
         if rec.unexpected:  # what the hub logged about them, kept past the temporary directory
             kept = Path(tempfile.gettempdir()) / f"bench-local-store-{os.getpid()}-serve.log"
@@ -330,7 +406,10 @@ def run(store: str, calls: int, window: int, max_seconds: float, think: float = 
                   "releaseP50": _pct(rec.by_tool.get("network_release", []), 0.5),
                   "releaseP99": _pct(rec.by_tool.get("network_release", []), 0.99),
                   "claimRetriesPerClaim": retries / claim_calls if claim_calls else 0.0,
-                  "doubleGrants": len(rec.double_grants)}
+                  "doubleGrants": len(rec.double_grants), "processes": hub.processes, "paced": pace,
+                  "cpuMsPerCall": cpu_per_call, "hubCpuMsPerCall": hub_cpu, "storeCpuMsPerCall": store_cpu, "callsPerSecond": len(rec.samples) / elapsed,
+                  "tools": {tool: {"calls": len(ms), "p50": _pct(ms, 0.5), "p99": _pct(ms, 0.99)}
+                            for tool, ms in sorted(rec.by_tool.items())}}
         second = windows[1]["p99"] if len(windows) > 2 else None
         ratio = windows[-1]["p99"] / second if second else None
         result["p99LastOverSecond"] = ratio
@@ -345,6 +424,13 @@ def run(store: str, calls: int, window: int, max_seconds: float, think: float = 
               f"release p99 {result['claimP99'] / max(result['releaseP99'], 1e-9):.2f}; conflict retries per claim "
               f"{result['claimRetriesPerClaim']:.3f} ({retries:.0f} over {claim_calls} claim calls); double grants "
               f"{len(rec.double_grants)}", flush=True)
+        print(f"   {hub.processes} hub processes; hub + store CPU {cpu_per_call:.1f} ms per call (hub {hub_cpu:.1f}, "
+              f"store {store_cpu:.1f}); "
+              f"{result['callsPerSecond']:.0f} calls/s", flush=True)
+        for tool, t in result["tools"].items():
+            print(f"   {tool:<22} {t['calls']:>6} calls  p50 {t['p50']:>7.1f} ms  p99 {t['p99']:>7.1f} ms")
+        if restart:
+            result.update(_restart(hub, store, workers, rec))
         for text in rec.double_grants[:5]:
             print(f"   double grant: {text}")
         for tool, status, text in rec.unexpected:
@@ -362,10 +448,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--agents", type=int, default=8, help="instances, one thread each (default 8)")
     p.add_argument("--claims", choices=("shared", "own", "one-dir"), default="shared",
                    help="what each round claims (default shared: one of 16 directories under src/)")
+    p.add_argument("--pace", action="store_true", help="each agent pauses 0.25-0.75 s after every call")
+    p.add_argument("--workers", type=int, help="relaynet serve --workers N (default: the hub's, one per core)")
+    p.add_argument("--restart", action="store_true", help="afterwards restart the hub and check nothing changed")
     p.add_argument("--json", help="also write the results here")
     args = p.parse_args(argv)
     INSTANCES.update(_instances(args.agents))
-    results = [run(store, args.calls, args.window, args.max_seconds, args.think_ms / 1000, args.claims)
+    results = [run(store, args.calls, args.window, args.max_seconds, args.think_ms / 1000, args.claims, args.pace,
+                   args.workers, args.restart)
                for store in args.stores.split(",")]
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

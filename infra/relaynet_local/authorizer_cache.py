@@ -137,9 +137,9 @@ class AuthorizerCache:
         self._on_local_write = on_local_write
 
     def remote_write(self) -> None:
-        """Another process of the hub wrote a token item: forget every answer and tell the
-        :meth:`on_clear` listeners."""
-        self._forget()
+        """Another process of the hub wrote a token item (the bus says so): tell the
+        :meth:`on_clear` listeners. The answers themselves go by the shared generation, which
+        the writer bumped before its write was acknowledged."""
         for listener in list(self._listeners):
             listener()
 

@@ -158,6 +158,14 @@ class _Sender:
                 return
 
 
+def _deliver(message: tuple, on_commit: Callable[[list], None], on_tokens: Callable[[], None]) -> None:
+    """Hand one bus message to this process: ``("commit", images)`` or ``("tokens",)``."""
+    if message[0] == "commit":
+        on_commit(message[1])
+    elif message[0] == "tokens":
+        on_tokens()
+
+
 class Bus:
     """The primary's end of the bus: accepts the workers' connections and relays what each sends
     (``("commit", images)``, ``("tokens",)``) to every other process, itself included
@@ -205,8 +213,8 @@ class Bus:
 
     def _relay(self, message: tuple, origin: int | None) -> None:
         with self._lock:
-            peers = [(index, peer) for index, peer in self._peers.items() if index != origin]
-        for _, peer in peers:
+            peers = [peer for index, peer in self._peers.items() if index != origin]
+        for peer in peers:
             peer.send(message)
 
     def _accepting(self) -> None:
@@ -238,12 +246,8 @@ class Bus:
                 old.close()
             while True:
                 message = conn.recv()
-                if message[0] == "commit":
-                    self._relay(message, index)
-                    self.on_commit(message[1])
-                elif message[0] == "tokens":
-                    self._relay(message, index)
-                    self.on_tokens()
+                self._relay(message, index)
+                _deliver(message, self.on_commit, self.on_tokens)
         except (EOFError, OSError):
             pass
         except Exception:  # noqa: BLE001 - one bad message must not end the bus
@@ -285,10 +289,7 @@ class BusClient:
             while True:
                 message = self.conn.recv()
                 try:
-                    if message[0] == "commit":
-                        self.on_commit(message[1])
-                    elif message[0] == "tokens":
-                        self.on_tokens()
+                    _deliver(message, self.on_commit, self.on_tokens)
                 except Exception:  # noqa: BLE001 - one listener's failure must not end the bus
                     log.exception("bus: handling %s failed", message[0])
         except (EOFError, OSError):
