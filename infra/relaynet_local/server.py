@@ -88,6 +88,7 @@ from relaynet_local.authorizer_cache import AuthorizerCache
 from relaynet_local.dynamodb_local import DynamoDBLocal, TransactionBarrier
 from relaynet_local.memory_store import MemoryStore
 from relaynet_local.throttle import RouteThrottle
+from relaynet_local.streams import PushedAtWrite
 from relaynet_local.template import Function, Route, Template, create_table, find_template, load_template
 from relaynet_local.workers import default_workers
 
@@ -534,6 +535,7 @@ class LocalStack:
         self.ag2: Ag2Gateway | None = None
         self.ag2_url = ""
         self.push_at_write: Any = None  # relaynet_local.streams.WriteNotifier, once started
+        self.pushed = PushedAtWrite()  # what the push at the write handled (the stream skips it)
         self.events: Any = None  # relaynet_local.event_stream.EventHub, once started
         self.pool: Any = None  # relaynet_local.workers.WorkerPool (the primary of several processes)
         self._private: _HTTPServer | None = None  # forwarded management calls (several processes)
@@ -595,8 +597,10 @@ class LocalStack:
             from relaynet_local.streams import StreamRunner, WriteNotifier  # the stream functions (notifiers)
 
             if self.role is None:  # the stream is read once, by the primary
-                self._streams = StreamRunner(self.template, str(self.dynamodb_endpoint), self.table, self.invoke).start()
-            self.push_at_write = WriteNotifier(self.template, self.invoke).start()
+                self._streams = StreamRunner(self.template, str(self.dynamodb_endpoint), self.table, self.invoke,
+                                             pushed=self.pushed).start()
+            on_pushed = self.pushed.add if self.role is None else self._bus.publish_pushed
+            self.push_at_write = WriteNotifier(self.template, self.invoke, on_pushed=on_pushed).start()
             if self.role is None and self.workers > 1:
                 self._start_workers()
             self._write_state()
@@ -780,7 +784,7 @@ class LocalStack:
         self._generation = SharedGeneration(self._shared.tokens)
         if self.role is None:
             self._bus = workers.Bus(self._shared.bus, workers.new_authkey(), commits.deliver_remote,
-                                    self.authorizers.remote_write).start()
+                                    self.authorizers.remote_write, self.pushed.add).start()
         else:
             self._bus = workers.BusClient(self.role.bus, self.role.authkey, index, commits.deliver_remote,
                                           self.authorizers.remote_write, self.role.on_lost)

@@ -29,6 +29,8 @@ webhooks to ``http://127.0.0.1`` receivers are how a local stack is used.
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import itertools
 import json
 import logging
@@ -134,8 +136,10 @@ class StreamRunner:
     """
 
     def __init__(self, template: Template, endpoint: str, table: str,
-                 invoke: Callable[[Function, dict[str, Any]], Any], poll_seconds: float = POLL_SECONDS):
+                 invoke: Callable[[Function, dict[str, Any]], Any], poll_seconds: float = POLL_SECONDS,
+                 pushed: "PushedAtWrite | None" = None):
         self.sources = stream_sources(template)
+        self.pushed = pushed
         self.table_properties = template.table.properties if template.table else {}
         self.endpoint, self.table, self.invoke, self.poll_seconds = endpoint, table, invoke, poll_seconds
         self._stop = threading.Event()
@@ -223,6 +227,8 @@ class StreamRunner:
     def _dispatch(self, records: list[dict[str, Any]]) -> None:
         for source in self.sources:
             wanted = [r for r in records if not source.patterns or any(matches(p, r) for p in source.patterns)]
+            if self.pushed is not None:
+                wanted = [r for r in wanted if not self.pushed.take(source.function.logical_id, r)]
             for i in range(0, len(wanted), source.batch_size):
                 self._run(source, wanted[i:i + source.batch_size])
 
@@ -254,17 +260,21 @@ class WriteNotifier:
     answered, not at the next stream poll.
 
     One thread per function takes what the writers queued, in commit order, and invokes the
-    function with up to its ``BatchSize`` records at a time (a burst rides one invocation). The
-    stream still delivers every record afterwards, and the functions deduplicate by their delivery
-    markers (AG2: one per envelope, recipient and connection; webhooks: one per delivery id), so
-    each push is made once whichever path comes first. A batch that raises or reports failed
-    records is only logged: the stream is the backstop. Off when ``RELAYNET_PUSH_AT_WRITE`` is
+    function with up to its ``BatchSize`` records at a time (a burst rides one invocation). What
+    a function handled is told to ``on_pushed(function_id, digests)`` (:class:`PushedAtWrite`), so
+    the stream does not hand it over again; a record the stream reads first is handed over by
+    both, and the functions deduplicate by their delivery markers (AG2: one per envelope,
+    recipient and connection; webhooks: one per delivery id), so each push is made once whichever
+    path comes first. A batch that raises or reports failed records is only logged: the stream
+    is the backstop. Off when ``RELAYNET_PUSH_AT_WRITE`` is
     false. Writes made by other processes (the admin CLI) reach their recipients by the stream.
     """
 
     def __init__(self, template: Template, invoke: Callable[[Function, dict[str, Any]], Any],
-                 region: str = "us-east-1", stream_arn: str = "push-at-write"):
+                 region: str = "us-east-1", stream_arn: str = "push-at-write",
+                 on_pushed: Callable[[str, list[str]], None] | None = None):
         self.sources = stream_sources(template)
+        self.on_pushed = on_pushed
         self.invoke, self.region, self.stream_arn = invoke, region, stream_arn
         self._queues: list[tuple[StreamSource, queue.SimpleQueue]] = []
         self._threads: list[threading.Thread] = []
@@ -348,6 +358,62 @@ class WriteNotifier:
         if failed:
             log.warning("%s: %d of %d records failed at the write; the stream delivers them",
                         source.function.logical_id, len(failed), len(batch))
+        if self.on_pushed is not None:
+            failed_ids = {f.get("itemIdentifier") for f in failed}
+            done = [digest(r) for r in batch if r["dynamodb"]["SequenceNumber"] not in failed_ids]
+            if done:
+                self.on_pushed(source.function.logical_id, done)
+
+
+def digest(record: dict[str, Any]) -> str:
+    """What a stream function is handed in ``record`` (its ``eventName`` and ``NewImage``), as
+    16 bytes of BLAKE2b in hex: the write path's record of a Put and the stream's record of the
+    same commit have one digest (their ids and sequence numbers differ)."""
+    body = json.dumps([record["eventName"], record["dynamodb"].get("NewImage")], sort_keys=True,
+                      separators=(",", ":"))
+    return hashlib.blake2b(body.encode(), digest_size=16).hexdigest()
+
+
+class PushedAtWrite:
+    """The records each stream function already handled at the write (:class:`WriteNotifier`,
+    in any of the hub's processes), so the :class:`StreamRunner` does not hand them to it a
+    second time: the stream stays the backstop for what the write path did not do (a batch
+    that raised, a record reported in ``batchItemFailures``, a write by another program, a
+    process killed between its commit and its push), and a record it reads before the write
+    path is done is still handed over (the functions deduplicate). In AWS both paths run; the
+    local stack skips the second because on DynamoDB Local each of the notifiers' reads costs
+    the hub and the store as much as a tool call's (docs/architecture.md "Hub processes").
+
+    Thread-safe. Holds at most ``limit`` digests (a digest the stream never reads, such as a
+    record the stream function's filter drops, is forgotten oldest first)."""
+
+    def __init__(self, limit: int = 20_000):
+        self.limit = limit
+        self._seen: "collections.OrderedDict[tuple[str, str], int]" = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, function_id: str, digests: list[str]) -> None:
+        """``function_id`` (a template logical id) handled the records with these digests."""
+        with self._lock:
+            for d in digests:
+                key = (function_id, d)
+                self._seen[key] = self._seen.get(key, 0) + 1
+                while len(self._seen) > self.limit:
+                    self._seen.popitem(last=False)
+
+    def take(self, function_id: str, record: dict[str, Any]) -> bool:
+        """Whether ``function_id`` already handled ``record`` at the write (each handling
+        answers True once)."""
+        key = (function_id, digest(record))
+        with self._lock:
+            count = self._seen.get(key)
+            if count is None:
+                return False
+            if count > 1:
+                self._seen[key] = count - 1
+            else:
+                del self._seen[key]
+            return True
 
 
 def _clear_settings() -> None:

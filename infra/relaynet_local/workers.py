@@ -170,12 +170,15 @@ class Bus:
     """The primary's end of the bus: accepts the workers' connections and relays what each sends
     (``("commit", images)``, ``("tokens",)``) to every other process, itself included
     (``on_commit(images)``, ``on_tokens()``). Messages to the primary's own listeners come from
-    :meth:`publish_commit` / :meth:`publish_tokens` too, relayed to every worker."""
+    :meth:`publish_commit` / :meth:`publish_tokens` too, relayed to every worker. A worker's
+    ``("pushed", function_id, digests)`` (what its push at the write handled,
+    :class:`relaynet_local.streams.PushedAtWrite`) goes to ``on_pushed`` alone: the primary
+    reads the stream."""
 
     def __init__(self, address: str, authkey: bytes, on_commit: Callable[[list], None],
-                 on_tokens: Callable[[], None]):
+                 on_tokens: Callable[[], None], on_pushed: Callable[[str, list], None] | None = None):
         self.address, self.authkey = address, authkey
-        self.on_commit, self.on_tokens = on_commit, on_tokens
+        self.on_commit, self.on_tokens, self.on_pushed = on_commit, on_tokens, on_pushed
         self._listener: Listener | None = None
         self._peers: dict[int, _Sender] = {}
         self._lock = threading.Lock()
@@ -246,6 +249,10 @@ class Bus:
                 old.close()
             while True:
                 message = conn.recv()
+                if message[0] == "pushed":
+                    if self.on_pushed is not None:
+                        self.on_pushed(message[1], message[2])
+                    continue
                 self._relay(message, index)
                 _deliver(message, self.on_commit, self.on_tokens)
         except (EOFError, OSError):
@@ -279,6 +286,11 @@ class BusClient:
 
     def publish_tokens(self) -> None:
         self._sender.send(("tokens",))
+
+    def publish_pushed(self, function_id: str, digests: list) -> None:
+        """This worker's push at the write handled these records (the primary's stream skips
+        them)."""
+        self._sender.send(("pushed", function_id, digests))
 
     def close(self) -> None:
         self._sender.close()

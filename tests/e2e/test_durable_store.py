@@ -143,26 +143,37 @@ def test_claims_kept_on_disk_in_the_layout_before_issue_25_are_honoured_after_a_
         stop_hub(hub)
 
 
+def _retried(call):
+    """``call()``'s answer, retried while the store is restarting (a caller retries a 5xx)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return call()
+        except ApiError as exc:
+            if exc.status not in (0, 500, 502, 503) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def test_kill_9_of_the_store_right_after_an_answer_loses_nothing(tmp_path):
     """The supervisor restarts a killed store on the same port; every ask the hub answered 200
-    before the kill is delivered afterwards, exactly once (DynamoDB Local answers a transaction
-    before it is on disk: the local stack waits for it before answering)."""
+    before the kill is delivered afterwards, exactly once, and every claim it granted still
+    holds (DynamoDB Local answers a transaction before it is on disk: the local stack waits for
+    it before answering, unless the call sent another request after it). Half the kills follow
+    an ask, half a claim: calls whose last request is, or is not, their transaction."""
     hub = start_hub(tmp_path)
     try:
         planner = RelaynetClient(hub.url, hub.token("planner"))
         coders = [RelaynetClient(hub.url, hub.token("coder", n)) for n in (0, 1)]
-        acknowledged = []
-        for round_ in range(4):
+        acknowledged, claimed = [], []
+        for round_ in range(6):
             store_pid = _local_state(hub)["storePid"]
-            deadline, sent = time.monotonic() + 60, None
-            while sent is None and time.monotonic() < deadline:  # a caller retries a 5xx
-                try:
-                    sent = planner.ask(f"ask {round_}", to_agent="coder")["messageId"]
-                except ApiError as exc:
-                    assert exc.status in (0, 500, 502, 503), exc
-                    time.sleep(0.2)
-            assert sent is not None, (tmp_path / "serve.log").read_text()[-3000:]
-            acknowledged.append(sent)
+            if round_ % 2:
+                _retried(lambda: coders[0].claim(f"src/round{round_}/**"))
+                claimed.append(f"src/round{round_}/**")
+            else:
+                sent = _retried(lambda: planner.ask(f"ask {round_}", to_agent="coder"))["messageId"]
+                acknowledged.append(sent)
             os.kill(store_pid, signal.SIGKILL)  # at once: the answer has just arrived
             assert _wait_gone(store_pid)
             deadline = time.monotonic() + 60
@@ -175,6 +186,10 @@ def test_kill_9_of_the_store_right_after_an_answer_loses_nothing(tmp_path):
             except ApiError:
                 time.sleep(0.2)
         assert sorted(got or []) == sorted(acknowledged)
+        for pattern in claimed:  # each grant survived its kill: the other instance is refused
+            with pytest.raises(ApiError) as refused:
+                _retried(lambda: coders[1].claim(pattern.replace("**", "a.py")))
+            assert refused.value.status == 409, refused.value
         assert "restarting it on" in (tmp_path / "serve.log").read_text()
     finally:
         stop_hub(hub)

@@ -91,9 +91,10 @@ def test_without_sharing_a_cache_ignores_other_processes(tmp_path):
 def bus(tmp_path):
     shared = Shared(tmp_path)
     key = new_authkey()
-    got = {"primary": [], "tokens": 0}
+    got = {"primary": [], "tokens": 0, "pushed": []}
     primary = Bus(shared.bus, key, got["primary"].append,
-                  lambda: got.__setitem__("tokens", got["tokens"] + 1)).start()
+                  lambda: got.__setitem__("tokens", got["tokens"] + 1),
+                  lambda function_id, digests: got["pushed"].append((function_id, digests))).start()
     clients, lost = [], []
     received: dict[int, list] = {1: [], 2: []}
     tokens: dict[int, int] = {1: 0, 2: 0}
@@ -124,6 +125,15 @@ def test_the_bus_relays_token_writes(bus):
     _poll(lambda: got["tokens"] == 1 and tokens[1] == 1, "the token write relayed")
     primary.publish_tokens()
     _poll(lambda: tokens == {1: 2, 2: 1}, "the primary's token write relayed")
+
+
+def test_what_a_worker_pushed_at_the_write_reaches_the_primary_alone(bus):
+    primary, (one, two), got, received, _, _ = bus
+    one.publish_pushed("NotifierFunction", ["d1", "d2"])
+    one.publish_commit([{"PK": {"S": "after"}}])  # sent after it on the same connection
+    _poll(lambda: received[2], "the commit after it relayed")
+    assert got["pushed"] == [("NotifierFunction", ["d1", "d2"])]
+    assert received[2] == [[{"PK": {"S": "after"}}]]  # the other worker heard no "pushed"
 
 
 def test_a_worker_hears_when_the_primary_is_gone(bus):
@@ -224,3 +234,33 @@ def test_a_management_call_follows_a_restarted_owner_to_its_new_port():
             gateway.stop()
             owner.shutdown()
             owner.server_close()
+
+
+def _record(image: dict, event: str = "INSERT", seq: str = "1") -> dict:
+    return {"eventID": seq, "eventName": event, "dynamodb": {"Keys": {"PK": image["PK"]}, "NewImage": image,
+                                                             "SequenceNumber": seq}}
+
+
+def test_the_stream_skips_each_record_the_write_path_handled_once():
+    from relaynet_local.streams import PushedAtWrite, digest
+
+    pushed = PushedAtWrite()
+    image = {"PK": {"S": "NET#n#MB#i"}, "SK": {"S": "MSG#1"}, "body": {"M": {"b": {"S": "x"}, "a": {"N": "1"}}}}
+    same = {"SK": {"S": "MSG#1"}, "body": {"M": {"a": {"N": "1"}, "b": {"S": "x"}}}, "PK": {"S": "NET#n#MB#i"}}
+    assert digest(_record(image, seq="w1")) == digest(_record(same, seq="shard-7"))  # ids and key order aside
+    pushed.add("NotifierFunction", [digest(_record(image))])
+    assert not pushed.take("Ag2NotifierFunction", _record(image))  # another function did not handle it
+    assert not pushed.take("NotifierFunction", _record(image, event="MODIFY"))  # not what it was handed
+    assert not pushed.take("NotifierFunction", _record({**image, "SK": {"S": "MSG#2"}}))
+    assert pushed.take("NotifierFunction", _record(same))
+    assert not pushed.take("NotifierFunction", _record(same))  # once: a second commit of it is the stream's
+
+
+def test_the_skip_list_is_bounded_oldest_first():
+    from relaynet_local.streams import PushedAtWrite, digest
+
+    pushed = PushedAtWrite(limit=3)
+    records = [_record({"PK": {"S": f"P{i}"}}) for i in range(5)]
+    for r in records:
+        pushed.add("F", [digest(r)])
+    assert [pushed.take("F", r) for r in records] == [False, False, True, True, True]
