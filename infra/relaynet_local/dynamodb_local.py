@@ -321,8 +321,8 @@ class TransactionBarrier:
     21 each, and a cancelled transaction, 6 of 6, against 7 of 21 kept with nothing after it). So the local
     stack, after a handler whose thread's last request was a transaction and before it answers
     the caller, sends one strongly consistent GetItem of a key nothing uses (:meth:`settle`); a
-    handler that sent anything after its transaction (an ask ends with its presence UpdateItem)
-    needs none. DynamoDB in AWS needs none of this: a transaction is durable when it is
+    handler that sent anything after its transaction (a read, an update, a cancelled
+    transaction) needs none. DynamoDB in AWS needs none of this: a transaction is durable when it is
     acknowledged.
 
     :meth:`install` hooks boto3's default session (``after-call.dynamodb``: an answered
