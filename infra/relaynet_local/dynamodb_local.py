@@ -233,7 +233,7 @@ class DynamoDBLocal:
         opts = os.environ.get("RELAYNET_DYNAMODB_LOCAL_JAVA_OPTS")
         java_opts = opts.split() if opts is not None else list(DEFAULT_JAVA_OPTS)
         return [self.java.path, *java_opts, f"-Djava.library.path={self.home / 'DynamoDBLocal_lib'}",
-                "-jar", str(self.home / "DynamoDBLocal.jar"), "-sharedDb", "-dbPath", str(self.data_dir),
+                "-jar", str(self.home / "DynamoDBLocal.jar"), "-sharedDb", "-disableTelemetry", "-dbPath", str(self.data_dir),
                 "-port", str(self.port)]
 
     def _spawn(self) -> subprocess.Popen[bytes]:

@@ -47,6 +47,11 @@ from relaynet_local.template import Function, Template, TemplateError
 log = logging.getLogger("relaynet_local.streams")
 
 POLL_SECONDS = 0.1
+#: The longest pause between polls: after each poll that found nothing the pause doubles from
+#: ``poll_seconds`` up to this, and a poll that finds records brings it back. The hub's own
+#: writes are pushed at the write (:class:`WriteNotifier`), so an idle stream is read less often
+#: (an idle hub polled ten times a second: 10 GetRecords a second on each side).
+IDLE_POLL_SECONDS = 1.0
 
 
 @dataclass
@@ -128,7 +133,9 @@ def lambda_record(record: dict[str, Any], stream_arn: str, region: str) -> dict[
 
 
 class StreamRunner:
-    """Polls the local table's stream and invokes the stream functions (module docstring).
+    """Polls the local table's stream and invokes the stream functions (module docstring):
+    every ``poll_seconds`` while it finds records, the pause doubling up to
+    :data:`IDLE_POLL_SECONDS` while it finds none.
 
     ``invoke(function, event)`` runs a function as the stack does (its container cache);
     ``endpoint`` and ``table`` name the store. :meth:`start` returns at once when the template has
@@ -204,8 +211,9 @@ class StreamRunner:
                                                 ShardIteratorType=kind)["ShardIterator"]
 
     def _loop(self) -> None:
-        last_scan = 0.0
-        while not self._stop.wait(self.poll_seconds):
+        last_scan, pause = 0.0, self.poll_seconds
+        while not self._stop.wait(pause):
+            found = False
             try:
                 if time.monotonic() - last_scan > 2.0:  # new shards appear as old ones close
                     last_scan = time.monotonic()
@@ -219,10 +227,12 @@ class StreamRunner:
                     self._iterators[shard_id] = resp.get("NextShardIterator")
                     records = [lambda_record(r, self.stream_arn, self.region) for r in resp.get("Records", [])]
                     if records:
+                        found = True
                         self._dispatch(records)
             except Exception:  # noqa: BLE001 - logged; the next poll tries again
                 if not self._stop.is_set():
                     log.exception("polling the stream failed")
+            pause = self.poll_seconds if found else min(pause * 2, max(self.poll_seconds, IDLE_POLL_SECONDS))
 
     def _dispatch(self, records: list[dict[str, Any]]) -> None:
         for source in self.sources:

@@ -264,3 +264,36 @@ def test_the_skip_list_is_bounded_oldest_first():
     for r in records:
         pushed.add("F", [digest(r)])
     assert [pushed.take("F", r) for r in records] == [False, False, True, True, True]
+
+
+def test_an_idle_stream_is_polled_less_often_and_a_busy_one_at_once(monkeypatch):
+    """StreamRunner's pause between polls: doubling from poll_seconds to IDLE_POLL_SECONDS while
+    GetRecords finds nothing, back to poll_seconds once it finds a record. The streams client
+    here answers from a script (no store: only the pacing is under test)."""
+    from relaynet_local import streams
+
+    answers = [[], [], [], [], [], [], [{"eventID": "1"}], [], []]
+    pauses: list[float] = []
+
+    class Stop:
+        def wait(self, pause: float) -> bool:
+            pauses.append(pause)
+            return not answers
+
+        def is_set(self) -> bool:
+            return not answers
+
+    class Streams:
+        def get_records(self, ShardIterator: str, Limit: int) -> dict:  # noqa: N803 - boto3's names
+            return {"Records": answers.pop(0), "NextShardIterator": ShardIterator}
+
+    runner = streams.StreamRunner.__new__(streams.StreamRunner)
+    runner.poll_seconds, runner._stop, runner._streams = 0.1, Stop(), Streams()
+    runner._iterators, runner._shards = {"shard-1": "it"}, lambda: [{"ShardId": "shard-1"}]
+    dispatched: list = []
+    runner._dispatch = dispatched.append
+    monkeypatch.setattr(streams, "lambda_record", lambda record, arn, region: record)
+    runner.stream_arn, runner.region = "arn", "us-east-1"
+    runner._loop()
+    assert pauses == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 0.1, 0.2, 0.4]
+    assert dispatched == [[{"eventID": "1"}]]
