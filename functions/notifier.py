@@ -17,7 +17,7 @@ processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these):
 # Query reads the directory, PutItem writes a delivery to retry, UpdateItem the push status.
-DYNAMODB_ACTIONS = ("Query", "PutItem", "UpdateItem")
+DYNAMODB_ACTIONS = ("GetItem", "Query", "PutItem", "UpdateItem")
 
 
 def record_handler(record: DynamoDBRecord) -> None:

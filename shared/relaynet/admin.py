@@ -19,6 +19,7 @@ from relaynet.identity import REPRESENTATIVE_PREFIX, Principal, launch_instance,
 from relaynet.models.common import NAME_PATTERN
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import a2a as a2a_store
+from relaynet.store import directory as dir_store
 from relaynet.store import keys as k
 from relaynet.store import table as t
 
@@ -225,8 +226,8 @@ def _network_id(name: str) -> tuple[str, bool]:
     try:
         t.transact([
             t.tx_put({"PK": pk, "SK": sk, "networkId": net_id}, "attribute_not_exists(PK)"),
-            t.tx_put({"PK": k.net(net_id), "SK": k.META, "id": net_id, "name": name, "createdAt": clock.now_iso()},
-                     "attribute_not_exists(PK)"),
+            t.tx_put({"PK": k.net(net_id), "SK": k.META, "id": net_id, "name": name, "createdAt": clock.now_iso(),
+                      dir_store.PUSH_STATE: "none"}, "attribute_not_exists(PK)"),
         ])
     except t.TransactionCancelled:
         return t.get(*k.network_name(name))["networkId"], False
@@ -267,6 +268,8 @@ def _apply_network(net_id: str, spec: NetworkSpec) -> dict[str, list[dict[str, s
         for slug in agent.groups:
             membership.setdefault(slug, set()).add(agent.name)
     pk = k.net(net_id)
+    if any(agent.push is not None for agent in spec.agents):  # before the configs (has_push_config)
+        dir_store.mark_push_configured(net_id)
     for agent in spec.agents:
         doc = agent.model_dump(exclude={"instances", "launch"})  # launch: the operator's machine (LaunchSpec)
         doc["groups"] = sorted(s for s, members in membership.items() if agent.name in members)

@@ -177,6 +177,7 @@ def set_config(principal: Principal, req: Any) -> dict[str, Any]:
     check_url(req.url)
     auth = req.authentication.model_dump() if req.authentication is not None else None
     config = config_item(req.url, req.token, auth)
+    dir_store.mark_push_configured(principal.network_id)  # first: the notifier then looks (has_push_config)
     t.update(*k.instance(principal.network_id, principal.instance_id), "SET push = :p",
              condition="attribute_exists(PK)", p=config)
     return {"push": public_config(config), "source": "instance"}

@@ -177,6 +177,7 @@ def test_a_definition_push_config_from_the_spec_applies_to_its_instances(table):
     assert reviewer["agent"]["push"] == {"url": "https://hooks.example.com/reviewers"}
     assert reviewer["instance"]["push"]["source"] == "definition"
     assert SECRET not in json.dumps(reviewer)
+    assert t.get(*k.network(net.network_id))["pushState"] == "some"  # marked before the definition
 
 
 def test_a_spec_with_a_private_push_url_is_refused(table):
@@ -277,6 +278,63 @@ def test_a_network_without_push_configs_notifies_nobody_and_reads_no_directory(t
     assert push.notify(second) == {} and receiver.got == [] and loads == []  # the one config is gone
     call("push_config_set", {"url": f"{receiver.url}/c0", "token": SECRET}, net.token("coder0"))
     assert push.notify(first) == {"delivered": 1} and loads == [net.network_id]
+
+
+def _push_state(net_id: str):
+    return t.get(*k.network(net_id)).get("pushState")
+
+
+def test_a_network_that_never_had_a_push_config_is_answered_from_its_network_item(table, receiver, monkeypatch):
+    """has_push_config: a network created without webhooks says so on its item (one GetItem, no
+    Query of the directory); the first push config marks it before it is written, for good."""
+    net = apply(DEMO_SPEC)
+    assert _push_state(net.network_id) == "none"
+    call("network_ask", {"toInstance": net.principals["coder0"].instance_id, "body": "one"}, net.token("planner0"))
+    (entry,) = _entries(net.network_id, {"instanceId": net.principals["coder0"].instance_id})
+    queries = []
+    real_query = push.dir_store.t.query
+    with monkeypatch.context() as m:
+        m.setattr(push.dir_store.t, "query", lambda *a, **kw: queries.append(a) or real_query(*a, **kw))
+        assert push.notify(entry) == {} and queries == []
+    call("push_config_set", {"url": f"{receiver.url}/c0", "token": SECRET}, net.token("coder0"))
+    assert _push_state(net.network_id) == "some"
+    assert push.notify(entry) == {"delivered": 1}
+    assert call("push_config_delete", None, net.token("coder0"))[1] == {"removed": True}
+    assert _push_state(net.network_id) == "some"  # only ever "look": the Query answers exactly
+    assert push.dir_store.has_push_config(net.network_id) is False
+
+
+def test_a_network_from_before_the_mark_is_looked_at_once_then_marked(table):
+    net = apply(DEMO_SPEC)
+    t.update(*k.network(net.network_id), "REMOVE pushState")  # a network written before pushState
+    assert push.dir_store.has_push_config(net.network_id) is False
+    assert _push_state(net.network_id) == "none"
+    t.update(*k.network(net.network_id), "REMOVE pushState")
+    t.update(*k.instance(net.network_id, net.principals["coder0"].instance_id), "SET push = :p",
+             p={"url": "https://hooks.example.com/x", "token": SECRET})  # a config written before the mark
+    assert push.dir_store.has_push_config(net.network_id) is True
+    assert _push_state(net.network_id) is None  # not marked "none": it has one
+
+
+def test_a_none_mark_never_hides_a_config_written_meanwhile(table):
+    """The look that finds nothing marks "none" only if nobody marked the network meanwhile: a
+    config whose mark landed between that look's Query and its mark is not hidden."""
+    net = apply(DEMO_SPEC)
+    t.update(*k.network(net.network_id), "REMOVE pushState")
+    real_query = push.dir_store.t.query
+
+    def query_then_a_config_arrives(*a, **kw):
+        found = real_query(*a, **kw)
+        push.dir_store.mark_push_configured(net.network_id)  # PUT /v1/push: the mark, then the config
+        t.update(*k.instance(net.network_id, net.principals["coder0"].instance_id), "SET push = :p",
+                 p={"url": "https://hooks.example.com/x", "token": SECRET})
+        return found
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(push.dir_store.t, "query", query_then_a_config_arrives)
+        assert push.dir_store.has_push_config(net.network_id) is False  # nothing yet when it looked
+    assert _push_state(net.network_id) == "some"
+    assert push.dir_store.has_push_config(net.network_id) is True
 
 
 # --------------------------------------------------------------------------- one first attempt, two paths

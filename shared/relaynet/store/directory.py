@@ -26,12 +26,36 @@ def partition(net: str) -> list[dict[str, Any]]:
     return t.query(k.net(net))
 
 
+#: The network item's ``pushState``: ``"some"`` once any push config was written in the network
+#: (never cleared: it only means "look"), ``"none"`` once a look found none before any was
+#: written; absent on networks no notification has looked at yet (tables from before).
+PUSH_STATE = "pushState"
+
+
 def has_push_config(net: str) -> bool:
     """Whether any agent definition or instance of the network has a push config (docs/protocol.md
-    10.3): one strongly consistent Query of the partition filtered on ``attribute_exists(push)``
-    (paged like :func:`partition`), so a network without webhooks costs the notifier a near-empty
-    answer, not the whole directory parsed."""
-    return bool(t.query(k.net(net), filter_expr="attribute_exists(#push)", filter_names={"#push": "push"}))
+    10.3). One strongly consistent GetItem of the network item: ``pushState = "none"`` answers
+    False, so a network that never had a webhook costs the notifier one small read, not its
+    directory. Otherwise the partition is Queried, filtered on ``attribute_exists(push)`` (paged
+    like :func:`partition`); an unmarked network found without any is marked ``"none"`` on the
+    condition that nobody marked it meanwhile (:func:`mark_push_configured` marks before it
+    writes a config, so a config is never hidden by a mark)."""
+    meta = t.get(*k.network(net))
+    state = (meta or {}).get(PUSH_STATE)
+    if state == "none":
+        return False
+    found = bool(t.query(k.net(net), filter_expr="attribute_exists(#push)", filter_names={"#push": "push"}))
+    if state is None and meta is not None and not found:
+        t.update(*k.network(net), "SET #s = :s", condition="attribute_exists(PK) AND attribute_not_exists(#s)",
+                 names={"#s": PUSH_STATE}, s="none")
+    return found
+
+
+def mark_push_configured(net: str) -> None:
+    """Before a push config is written in ``net`` (an instance's ``PUT /v1/push``, a spec's agent
+    with ``push``): ``pushState = "some"`` on the network item, which must exist (an UpdateItem;
+    nothing is written when it does not)."""
+    t.update(*k.network(net), "SET #s = :s", condition="attribute_exists(PK)", names={"#s": PUSH_STATE}, s="some")
 
 
 def kind_of(item: dict[str, Any]) -> tuple[str, str]:
