@@ -9,7 +9,8 @@ time too. Prints, per window of ``--window`` calls: p50 and p99 latency (ms, at 
 drained and every acknowledged ask is checked to have been delivered exactly once.
 
 ``--agents N`` runs N instances instead of 8 (a quarter planners, half coders, a quarter
-reviewers), one thread each. ``--claims`` picks what each round claims: ``shared`` (default) a
+reviewers), one thread each; 1 or 2 still starts one instance of each agent, so there is somebody
+to ask, and only that many threads make calls ("one agent alone"). ``--claims`` picks what each round claims: ``shared`` (default) a
 directory of 16 under ``src/`` (they overlap now and then), ``own`` a fresh directory of the
 instance's own, ``soak/<instance>-<round>/**`` (issue 25: disjoint subtrees must never contend),
 or ``one-dir`` one of 8 files in the same directory, ``soak/shared/f<n>.py`` (every claim
@@ -62,6 +63,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 RELAYNET = str(Path(sys.executable).with_name("relaynet"))
 INSTANCES = {"planner": 2, "coder": 4, "reviewer": 2}
+ACTIVE = [8]  # threads that make calls: every instance, or the first N when --agents is 1 or 2
 
 
 def _free_port() -> int:
@@ -347,14 +349,15 @@ def run(store: str, calls: int, window: int, max_seconds: float, think: float = 
     with tempfile.TemporaryDirectory(prefix=f"bench-{store}-") as tmp:
         hub = Hub(store, Path(tmp), workers)
         print(f"\n== store {store}: hub up in {hub.start_seconds:.1f} s (pid {hub.proc.pid}, store pid "
-              f"{hub.store_pid}, {hub.processes} hub processes); {calls} calls by {sum(INSTANCES.values())} agents, "
+              f"{hub.store_pid}, {hub.processes} hub processes); {calls} calls by {min(ACTIVE[0], sum(INSTANCES.values()))} of "
+              f"{sum(INSTANCES.values())} agents, "
               f"{'paced: 0.25-0.75 s after every call' if pace else 'no think time (closed loop)' if not think else f'thinking {think * 1000:.0f} ms a round on average'}",
               flush=True)
         rec = Recorder(calls, pace)
         cpu_before = hub.cpu_ms()
         deadline = time.monotonic() + max_seconds
         threads = [threading.Thread(target=_agent_loop, args=(rec, hub.url, agent, token, n, deadline, think, claims))
-                   for agent, toks in hub.tokens.items() for n, token in enumerate(toks)]
+                   for agent, toks in hub.tokens.items() for n, token in enumerate(toks)][:ACTIVE[0]]
         started = time.monotonic()
         for t in threads:
             t.start()
@@ -454,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="also write the results here")
     args = p.parse_args(argv)
     INSTANCES.update(_instances(args.agents))
+    ACTIVE[0] = args.agents  # fewer than 3: the others are there to be asked, and make no calls
     results = [run(store, args.calls, args.window, args.max_seconds, args.think_ms / 1000, args.claims, args.pace,
                    args.workers, args.restart)
                for store in args.stores.split(",")]
