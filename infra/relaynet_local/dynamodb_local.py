@@ -371,10 +371,11 @@ class TransactionBarrier:
             return
         if self._client is None:
             import boto3
-            from botocore.config import Config
+
+            from relaynet.store.table import client_config
 
             self._client = boto3.session.Session().client(
                 "dynamodb", endpoint_url=self.endpoint, region_name="us-east-1", aws_access_key_id="local",
-                aws_secret_access_key="local", config=Config(retries={"max_attempts": 10, "mode": "standard"}))
+                aws_secret_access_key="local", config=client_config(retries={"max_attempts": 10, "mode": "standard"}))
         self._client.get_item(TableName=self.table, Key=self.BARRIER_KEY, ConsistentRead=True)
         self._pending.dirty = False

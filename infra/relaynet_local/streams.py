@@ -164,8 +164,10 @@ class StreamRunner:
             os.environ["RELAYNET_PUSH_ALLOW_LOOPBACK"] = "true"
             self._set_env = True
             _clear_settings()
+        from relaynet.store.table import client_config
+
         ddb = boto3.client("dynamodb", endpoint_url=self.endpoint)
-        self._streams = boto3.client("dynamodbstreams", endpoint_url=self.endpoint)
+        self._streams = boto3.client("dynamodbstreams", endpoint_url=self.endpoint, config=client_config())
         self.region = ddb.meta.region_name
         desc = ddb.describe_table(TableName=self.table)["Table"]
         if not desc.get("LatestStreamArn"):  # create_table leaves streams out (moto copies them per transaction)

@@ -162,19 +162,42 @@ def _enforce(params: dict[str, Any], model: Any, **_: Any) -> None:
                                f"its policy covers only the table {table_name()!r}")
 
 
+def client_config(**overrides: Any) -> Config:
+    """The botocore configuration of every DynamoDB (and DynamoDB Streams) client Relaynet makes.
+
+    - ``max_pool_connections=50``: a Lambda container runs one request at a time, but the local
+      stack runs every function in one process, so the pool holds enough connections for a
+      team's concurrent calls instead of botocore's 10, past which connections are dropped and
+      reopened per request.
+    - ``user_agent``: a fixed ``relaynet/<version> botocore/<version>``. Without it botocore
+      rebuilds its structured User-Agent twice per request, sanitising each of ~36 components
+      character by character: about a fifth of a GetItem's client CPU (benchmarks/probe_botocore.py).
+    - ``parameter_validation=False``: every request is built by the store from values the domain
+      has validated already; DynamoDB validates again (a ValidationException, never a
+      silent write), so botocore's client-side walk of the input shapes is spent twice
+      (issue 31: 0.1-0.3 ms per transaction).
+
+    ``overrides`` replace any of these or add others (``retries``, timeouts).
+    """
+    import botocore
+
+    from relaynet import __version__
+
+    options: dict[str, Any] = {"max_pool_connections": 50, "parameter_validation": False,
+                               "user_agent": f"relaynet/{__version__} botocore/{botocore.__version__}"}
+    options.update(overrides)
+    return Config(**options)
+
+
 @functools.lru_cache(maxsize=1)
 def client():
-    """The process-wide DynamoDB client (one per Lambda container).
+    """The process-wide DynamoDB client (one per Lambda container; :func:`client_config`).
 
-    Every request it makes is checked against the running entry point's declaration. A Lambda
-    container runs one request at a time; the local stack runs every function in one process,
-    so the pool holds enough connections for a team's concurrent calls (50) instead of
-    botocore's 10, past which connections are dropped and reopened per request.
+    Every request it makes is checked against the running entry point's declaration.
     """
     c = boto3.client(
         "dynamodb",
-        config=Config(retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=2, read_timeout=10,
-                      max_pool_connections=50),
+        config=client_config(retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=2, read_timeout=10),
     )
     c.meta.events.register("before-parameter-build.dynamodb", _enforce, unique_id="relaynet-declared-actions")
     return c
