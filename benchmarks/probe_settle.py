@@ -3,7 +3,8 @@ relaynet_local.dynamodb_local.TransactionBarrier (docs/architecture.md "transact
 before the answer").
 
 Run: ``.venv/bin/python benchmarks/probe_settle.py [--trials 21] [--after none,get,query,...]``.
-For each kind of follow-up request, ``--trials`` times: one TransactWriteItems putting a new item,
+For each kind of follow-up request (``other-get``, ``other-query``: sent by another client, on
+its own connection), ``--trials`` times: one TransactWriteItems putting a new item,
 then that request (``none``: nothing), then ``kill -9`` of the store at once; the supervisor
 restarts it on the same data directory and the item is looked for. Prints how many were kept.
 Loopback only; a throwaway data directory; about 3 s per trial.
@@ -33,9 +34,12 @@ def _key(pk: str, sk: str) -> dict:
     return {"PK": {"S": pk}, "SK": {"S": sk}}
 
 
-def _follow(c, after: str, sk: str) -> None:
-    """The request sent after the transaction."""
-    if after == "get":
+def _follow(c, after: str, sk: str, other=None) -> None:
+    """The request sent after the transaction (``other-*``: by ``other``, another client on
+    its own connection, as another thread of the hub sends it)."""
+    if after.startswith("other-"):
+        _follow(other, after[len("other-"):], sk)
+    elif after == "get":
         c.get_item(TableName=TABLE, Key=_key("X", "X"), ConsistentRead=True)
     elif after == "query":
         c.query(TableName=TABLE, KeyConditionExpression="PK = :p", ExpressionAttributeValues={":p": {"S": "Q"}})
@@ -67,7 +71,7 @@ def _kill_and_wait(store: DynamoDBLocal) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", type=int, default=21)
-    ap.add_argument("--after", default="none,get,query,update,batchget,cancelled")
+    ap.add_argument("--after", default="none,get,query,update,batchget,cancelled,other-get,other-query")
     args = ap.parse_args()
     store = DynamoDBLocal(tempfile.mkdtemp(prefix="probe-settle-")).start()
     try:
@@ -81,7 +85,7 @@ def main() -> None:
             for i in range(args.trials):
                 sk = f"{after}-{i}"
                 c.transact_write_items(TransactItems=[{"Put": {"TableName": TABLE, "Item": _key("P", sk)}}])
-                _follow(c, after, sk)
+                _follow(c, after, sk, _client(store))
                 _kill_and_wait(store)
                 c = _client(store)
                 for _ in range(200):

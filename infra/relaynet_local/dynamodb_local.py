@@ -322,7 +322,11 @@ class TransactionBarrier:
     stack, after a handler whose thread's last request was a transaction and before it answers
     the caller, sends one strongly consistent GetItem of a key nothing uses (:meth:`settle`); a
     handler that sent anything after its transaction (a read, an update, a cancelled
-    transaction) needs none. DynamoDB in AWS needs none of this: a transaction is durable when it is
+    transaction) needs none. Another thread's request settles it too (a GetItem or a Query from
+    another connection sent after the answer: 21 of 21 each), but sharing barriers between
+    threads was tried twice and dropped (docs/architecture.md): a settle comes microseconds after
+    its answer, so under 32 paced agents one that waited for company still sent 2,624
+    barriers for 3,000 calls. DynamoDB in AWS needs none of this: a transaction is durable when it is
     acknowledged.
 
     :meth:`install` hooks boto3's default session (``after-call.dynamodb``: an answered
@@ -339,6 +343,8 @@ class TransactionBarrier:
         self._pending = threading.local()
         self._client: Any = None
         self._session: Any = None
+        #: Barrier GetItems sent by :meth:`settle` (for benchmarks and tests).
+        self.barriers_sent = 0
 
     def _seen(self, http_response: Any = None, model: Any = None, **_: Any) -> None:
         if model is not None and model.name == "TransactWriteItems":
@@ -377,5 +383,6 @@ class TransactionBarrier:
             self._client = boto3.session.Session().client(
                 "dynamodb", endpoint_url=self.endpoint, region_name="us-east-1", aws_access_key_id="local",
                 aws_secret_access_key="local", config=client_config(retries={"max_attempts": 10, "mode": "standard"}))
+        self.barriers_sent += 1
         self._client.get_item(TableName=self.table, Key=self.BARRIER_KEY, ConsistentRead=True)
         self._pending.dirty = False

@@ -1,0 +1,102 @@
+"""The local stack's transaction barrier (relaynet_local.dynamodb_local.TransactionBarrier): a
+call whose last request was a transaction is not answered until DynamoDB Local has served a
+request after it (one GetItem of the barrier's own); a call that read or wrote anything else
+after its transaction, or made none, costs no barrier.
+
+On DynamoDB Local, through the hub's own client (relaynet.store.table.client) made after the
+barrier is installed, as the local stack makes it. The kill -9 of the store behind the rule is
+tests/e2e/test_durable_store.py."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from relaynet.store import table as t
+from relaynet_local.dynamodb_local import TransactionBarrier
+
+
+@pytest.fixture
+def barrier(server_table):
+    b = TransactionBarrier(server_table, t.table_name()).install()
+    t.reset()
+    try:
+        yield b
+    finally:
+        b.uninstall()
+        t.reset()
+
+
+def _transaction(sk: str) -> None:
+    t.client().transact_write_items(TransactItems=[{"Put": {"TableName": t.table_name(), "Item": {
+        "PK": {"S": "BARRIER-TEST"}, "SK": {"S": sk}}}}])
+
+
+def _cancelled() -> None:
+    with pytest.raises(t.client().exceptions.TransactionCanceledException):
+        t.client().transact_write_items(TransactItems=[{"ConditionCheck": {
+            "TableName": t.table_name(), "Key": {"PK": {"S": "BARRIER-TEST"}, "SK": {"S": "none"}},
+            "ConditionExpression": "attribute_exists(PK)"}}])
+
+
+def _read() -> None:
+    t.client().get_item(TableName=t.table_name(), Key={"PK": {"S": "BARRIER-TEST"}, "SK": {"S": "none"}},
+                        ConsistentRead=True)
+
+
+def _update() -> None:
+    t.client().update_item(TableName=t.table_name(), Key={"PK": {"S": "BARRIER-TEST"}, "SK": {"S": "n"}},
+                           UpdateExpression="SET n = :n", ExpressionAttributeValues={":n": {"N": "1"}})
+
+
+def test_a_transaction_with_nothing_after_it_gets_one_barrier_and_a_second_settle_none(barrier):
+    _transaction("a")
+    barrier.settle()
+    assert barrier.barriers_sent == 1
+    barrier.settle()
+    assert barrier.barriers_sent == 1
+
+
+@pytest.mark.parametrize("after", [_read, _update])
+def test_a_call_that_sent_another_request_after_its_transaction_needs_no_barrier(barrier, after):
+    _transaction("a")
+    after()
+    barrier.settle()
+    assert barrier.barriers_sent == 0
+
+
+def test_a_call_that_made_no_transaction_needs_no_barrier(barrier):
+    _read()
+    barrier.settle()
+    assert barrier.barriers_sent == 0
+
+
+@pytest.mark.parametrize("last", ["another transaction", "a cancelled transaction"])
+def test_a_transaction_after_the_transaction_settles_nothing(barrier, last):
+    _transaction("a")
+    if last == "another transaction":
+        _transaction("b")
+    else:
+        _cancelled()
+    barrier.settle()
+    assert barrier.barriers_sent == 1
+
+
+def test_the_barrier_is_per_thread(barrier):
+    """A thread's transaction is settled by its own barrier; another thread that only read sends
+    none, and neither settle answers for the other."""
+    sent: dict[str, int] = {}
+
+    def reader() -> None:
+        _read()
+        barrier.settle()
+        sent["reader"] = barrier.barriers_sent
+
+    _transaction("a")
+    th = threading.Thread(target=reader)
+    th.start()
+    th.join(30)
+    assert sent == {"reader": 0}
+    barrier.settle()
+    assert barrier.barriers_sent == 1
