@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import queue
+import itertools
 import threading
 import time
 from collections import Counter
@@ -33,6 +34,7 @@ from ag2.network.envelope import EV_TEXT  # noqa: E402
 
 from relaynet import webhooks  # noqa: E402
 from relaynet_local.server import LocalStack  # noqa: E402
+from relaynet_local.streams import digest  # noqa: E402
 from tests.conftest import DEMO_SPEC, ROOT  # noqa: E402
 
 SECRET = "push-at-write-signing-secret-123"
@@ -80,7 +82,11 @@ def _raising(function, event):
 def stack(request, tmp_path_factory):
     """The demo network on an in-process stack whose push at the write is on (as shipped), off,
     or always raises; ``stack.frames`` counts the notify frames posted, per (connection,
-    recipient, envelope id), and ``stack.streamed`` is the keys (PK, SK) of every record the stream has handed to a function (once in it, that record's posts are made)."""
+    recipient, envelope id); ``stack.streamed`` is the keys (PK, SK) of every record the stream
+    has handed to a function (once in it, that record's posts are made), ``stack.skipped`` those
+    it did not hand over because the write path had; ``written``/``read`` the digest each path
+    saw per (function, key), ``added_at``/``looked_at`` the order in which the write path
+    reported a record handled and the stream first looked at it (_until_streamed)."""
     mp = pytest.MonkeyPatch()
     if request.param == "off":
         mp.setenv("RELAYNET_PUSH_AT_WRITE", "false")
@@ -105,16 +111,35 @@ def stack(request, tmp_path_factory):
                     running.streamed.add((image["PK"]["S"], image["SK"]["S"]))
 
         running._streams.invoke = streaming
-        running.skipped = set()  # the records the stream did not hand over: the write path had
-        take = running.pushed.take
+        # What each path did with each record, per (function, key): the digest each path saw,
+        # when the write path reported it handled, when the stream first looked at it.
+        running.skipped = set()  # the keys of the records the stream did not hand over: the write path had
+        running.written, running.read, running.added_at, running.looked_at = {}, {}, {}, {}
+        clock = itertools.count()
+        write_invoke, take, add = running.push_at_write.invoke, running.pushed.take, running.push_at_write.on_pushed
+
+        def writing(function, event):
+            for r in event["Records"]:
+                running.written[(function.logical_id, _key(r))] = digest(r)
+            return write_invoke(function, event)
+
+        def adding(function_id, digests):
+            at, handled = next(clock), set(digests)
+            for (fid, key), d in list(running.written.items()):
+                if fid == function_id and d in handled:
+                    running.added_at.setdefault((fid, key), at)
+            return add(function_id, digests)
 
         def taking(function_id, record):
+            running.looked_at.setdefault((function_id, _key(record)), next(clock))
+            running.read[(function_id, _key(record))] = digest(record)
             taken = take(function_id, record)
             if taken:
-                image = record["dynamodb"]["NewImage"]
-                running.skipped.add((image["PK"]["S"], image["SK"]["S"]))
+                running.skipped.add(_key(record))
             return taken
 
+        running.push_at_write.invoke = writing
+        running.push_at_write.on_pushed = adding  # it holds running.pushed.add
         running.pushed.take = taking
         running.tokens = running.apply_spec(DEMO_SPEC)
         running.network_id = running.tokens["networks"]["demo"]["networkId"]
@@ -147,19 +172,41 @@ def _tool(stack, name: str, body: dict, token: str) -> dict:
     return r.json()
 
 
+def _key(record: dict) -> tuple[str, str]:
+    image = record["dynamodb"]["NewImage"]
+    return image["PK"]["S"], image["SK"]["S"]
+
+
 def _until_streamed(stack, keys) -> None:
     """Wait (polling, at most WAIT s) until the stream has read the records of ``keys``: handed
-    them over, or skipped them because the write path had handled them. With the write path off
-    or failing the stream skips nothing; on, it skips some (a record it reads before the write
-    path is done it still hands over)."""
+    them over, or skipped them because the write path had handled them; and, with the write path
+    on, until the write path has reported each record it handled. Then: with the write path off
+    or failing the stream skipped nothing. On, the stream's record of each commit has the write
+    path's digest, and the stream skipped each record the write path had reported by the time
+    the stream looked at it (one it read first it hands over too; the functions deduplicate)."""
+    keys = set(keys)
     deadline = time.monotonic() + WAIT
-    while not set(keys) <= stack.streamed | stack.skipped:
-        assert time.monotonic() < deadline, f"the stream never carried {set(keys) - stack.streamed - stack.skipped}"
+
+    def pending() -> set:
+        left = keys - stack.streamed - stack.skipped
+        if stack.mode == "on":
+            left |= {key for (fid, key) in list(stack.written) if key in keys and (fid, key) not in stack.added_at}
+        return left
+
+    while pending():
+        assert time.monotonic() < deadline, f"the stream or the write path never carried {pending()}"
         time.sleep(0.02)
-    if stack.mode == "on":
-        assert stack.skipped & set(keys), "the stream handed over again every record the write path had handled"
-    else:
-        assert not stack.skipped & set(keys), "the stream skipped a record the write path did not handle"
+    if stack.mode != "on":
+        assert not stack.skipped & keys, "the stream skipped a record the write path did not handle"
+        return
+    handled = {(fid, key): at for (fid, key), at in stack.added_at.items() if key in keys}
+    assert handled, "the write path handled none of the records"
+    for (fid, key), added in handled.items():
+        assert stack.read.get((fid, key)) == stack.written[(fid, key)], \
+            f"{fid}: the stream's record of {key} is not the write path's (digests differ)"
+        if key not in stack.skipped:
+            assert stack.looked_at[(fid, key)] < added, \
+                f"{fid}: the stream handed over {key} again after the write path had reported it handled"
 
 
 def _stream_records(stack, instance_id: str) -> list[dict]:
