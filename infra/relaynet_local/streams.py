@@ -48,9 +48,10 @@ log = logging.getLogger("relaynet_local.streams")
 
 POLL_SECONDS = 0.1
 #: The longest pause between polls: after each poll that found nothing the pause doubles from
-#: ``poll_seconds`` up to this, and a poll that finds records brings it back. The hub's own
-#: writes are pushed at the write (:class:`WriteNotifier`), so an idle stream is read less often
-#: (an idle hub polled ten times a second: 10 GetRecords a second on each side).
+#: ``poll_seconds`` up to this, and a poll that finds records to hand over brings it back. The
+#: hub's own writes are pushed at the write (:class:`WriteNotifier`), so a stream that carries
+#: only those is read less often, idle or busy (an idle hub polled ten times a second: 10
+#: GetRecords a second on each side; one agent's calls kept it at about 8 a second).
 IDLE_POLL_SECONDS = 1.0
 
 
@@ -134,8 +135,9 @@ def lambda_record(record: dict[str, Any], stream_arn: str, region: str) -> dict[
 
 class StreamRunner:
     """Polls the local table's stream and invokes the stream functions (module docstring):
-    every ``poll_seconds`` while it finds records, the pause doubling up to
-    :data:`IDLE_POLL_SECONDS` while it finds none.
+    every ``poll_seconds`` while it finds records to hand over, the pause doubling up to
+    :data:`IDLE_POLL_SECONDS` while it finds none, or only records no function wants or the
+    write pushed already (under load most of them: the stream is the backstop).
 
     ``invoke(function, event)`` runs a function as the stack does (its container cache);
     ``endpoint`` and ``table`` name the store. :meth:`start` returns at once when the template has
@@ -228,21 +230,25 @@ class StreamRunner:
                     resp = self._streams.get_records(ShardIterator=iterator, Limit=1000)
                     self._iterators[shard_id] = resp.get("NextShardIterator")
                     records = [lambda_record(r, self.stream_arn, self.region) for r in resp.get("Records", [])]
-                    if records:
+                    if records and self._dispatch(records):
                         found = True
-                        self._dispatch(records)
             except Exception:  # noqa: BLE001 - logged; the next poll tries again
                 if not self._stop.is_set():
                     log.exception("polling the stream failed")
             pause = self.poll_seconds if found else min(pause * 2, max(self.poll_seconds, IDLE_POLL_SECONDS))
 
-    def _dispatch(self, records: list[dict[str, Any]]) -> None:
+    def _dispatch(self, records: list[dict[str, Any]]) -> int:
+        """Invoke each stream function with the records its filters match and the write did not
+        push already; returns how many (record, function) pairs were handed over."""
+        handed = 0
         for source in self.sources:
             wanted = [r for r in records if not source.patterns or any(matches(p, r) for p in source.patterns)]
             if self.pushed is not None:
                 wanted = [r for r in wanted if not self.pushed.take(source.function.logical_id, r)]
+            handed += len(wanted)
             for i in range(0, len(wanted), source.batch_size):
                 self._run(source, wanted[i:i + source.batch_size])
+        return handed
 
     def _run(self, source: StreamSource, batch: list[dict[str, Any]]) -> None:
         for attempt in range(source.max_retries + 1):

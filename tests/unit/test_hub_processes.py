@@ -256,6 +256,26 @@ def test_the_stream_skips_each_record_the_write_path_handled_once():
     assert not pushed.take("NotifierFunction", _record(same))  # once: a second commit of it is the stream's
 
 
+def test_the_stream_hands_over_only_what_the_write_did_not_push_and_counts_it():
+    """StreamRunner._dispatch: a record the write pushed is not handed to that function again, a
+    record another function's filter does not match goes nowhere, and the count it returns
+    (what paces the polls) is of the records handed over."""
+    from relaynet_local.streams import PushedAtWrite, StreamRunner, StreamSource, digest
+    from relaynet_local.template import Function
+
+    handed: list[tuple[str, list[str]]] = []
+    runner = StreamRunner.__new__(StreamRunner)
+    runner.pushed = PushedAtWrite()
+    runner.invoke = lambda fn, event: handed.append((fn.logical_id, [r["eventID"] for r in event["Records"]]))
+    runner.sources = [StreamSource(Function("Notifier", "/", "notifier.handler"), 10, 0, []),
+                      StreamSource(Function("Bridge", "/", "bridge.handler"), 10, 0, [{"eventName": ["MODIFY"]}])]
+    pushed = _record({"PK": {"S": "NET#n#MB#i"}, "SK": {"S": "MSG#1"}}, seq="a")
+    runner.pushed.add("Notifier", [digest(pushed)])
+    assert runner._dispatch([pushed]) == 0 and handed == []
+    fresh = _record({"PK": {"S": "NET#n#MB#i"}, "SK": {"S": "MSG#2"}}, seq="b")
+    assert runner._dispatch([fresh]) == 1 and handed == [("Notifier", ["b"])]
+
+
 def test_the_skip_list_is_bounded_oldest_first():
     from relaynet_local.streams import PushedAtWrite, digest
 
@@ -268,11 +288,12 @@ def test_the_skip_list_is_bounded_oldest_first():
 
 def test_an_idle_stream_is_polled_less_often_and_a_busy_one_at_once(monkeypatch):
     """StreamRunner's pause between polls: doubling from poll_seconds to IDLE_POLL_SECONDS while
-    GetRecords finds nothing, back to poll_seconds once it finds a record. The streams client
-    here answers from a script (no store: only the pacing is under test)."""
+    GetRecords finds nothing to hand over (no record, or only records the write pushed already),
+    back to poll_seconds once it hands a record over. The streams client here answers from a
+    script (no store: only the pacing is under test)."""
     from relaynet_local import streams
 
-    answers = [[], [], [], [], [], [], [{"eventID": "1"}], [], []]
+    answers = [[], [], [], [], [], [], [{"eventID": "1"}], [], [{"eventID": "pushed"}], []]
     pauses: list[float] = []
 
     class Stop:
@@ -291,9 +312,14 @@ def test_an_idle_stream_is_polled_less_often_and_a_busy_one_at_once(monkeypatch)
     runner.poll_seconds, runner._stop, runner._streams = 0.1, Stop(), Streams()
     runner._iterators, runner._shards = {"shard-1": "it"}, lambda: [{"ShardId": "shard-1"}]
     dispatched: list = []
-    runner._dispatch = dispatched.append
+
+    def dispatch(records: list) -> int:  # what _dispatch returns: the records handed over
+        dispatched.append(records)
+        return sum(r["eventID"] != "pushed" for r in records)
+
+    runner._dispatch = dispatch
     monkeypatch.setattr(streams, "lambda_record", lambda record, arn, region: record)
     runner.stream_arn, runner.region = "arn", "us-east-1"
     runner._loop()
-    assert pauses == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 0.1, 0.2, 0.4]
-    assert dispatched == [[{"eventID": "1"}]]
+    assert pauses == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 0.1, 0.2, 0.4, 0.8]
+    assert dispatched == [[{"eventID": "1"}], [{"eventID": "pushed"}]]
