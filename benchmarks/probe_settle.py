@@ -3,7 +3,8 @@ relaynet_local.dynamodb_local.TransactionBarrier (docs/architecture.md "transact
 before the answer").
 
 Run: ``.venv/bin/python benchmarks/probe_settle.py [--trials 21] [--after none,get,query,...]``.
-For each kind of follow-up request (``other-get``, ``other-query``: sent by another client, on
+For each kind of follow-up request (``get``, ``query``, ``update``, ``batchget``, ``cancelled``,
+``describe-limits``, ``list-tables``, ``describe-table``; ``other-*``: sent by another client, on
 its own connection), ``--trials`` times: one TransactWriteItems putting a new item,
 then that request (``none``: nothing), then ``kill -9`` of the store at once; the supervisor
 restarts it on the same data directory and the item is looked for. Prints how many were kept.
@@ -48,6 +49,12 @@ def _follow(c, after: str, sk: str, other=None) -> None:
                       ExpressionAttributeValues={":n": {"N": "1"}})
     elif after == "batchget":
         c.batch_get_item(RequestItems={TABLE: {"Keys": [_key("X", "X")]}})
+    elif after == "describe-limits":  # no table, no item: served without reading SQLite
+        c.describe_limits()
+    elif after == "list-tables":
+        c.list_tables(Limit=1)
+    elif after == "describe-table":
+        c.describe_table(TableName=TABLE)
     elif after == "cancelled":
         try:
             c.transact_write_items(TransactItems=[{"ConditionCheck": {

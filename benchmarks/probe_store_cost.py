@@ -7,7 +7,7 @@ creates the table, puts ``--items`` items spread over 16 partitions, then for ea
 sends ``--requests`` requests one after another from one client and prints, per request: the
 store's CPU ms (from /proc, its utime + stime over the run) and the round trip's p50 and p99
 (ms). The kinds are the ones a tool call makes (benchmarks/requests_per_tool.py): a consistent
-GetItem, a BatchGetItem of 3 keys, a Query of one partition (Limit 10), a conditional PutItem,
+GetItem, the barrier's GetItem of a key nothing uses, DescribeLimits (no table), a BatchGetItem of 3 keys, a Query of one partition (Limit 10), a conditional PutItem,
 an UpdateItem, and TransactWriteItems of 2 and of 4 actions. Loopback only.
 """
 
@@ -56,6 +56,9 @@ def _kinds(c, n: int) -> dict:
     return {
         "GetItem (consistent)": lambda i: c.get_item(TableName=TABLE, Key=_key(f"P#{i % 16}", f"item#{i % n:06d}"),
                                                      ConsistentRead=True),
+        "GetItem (absent key: the barrier)": lambda i: c.get_item(
+            TableName=TABLE, Key=_key("LOCAL#BARRIER", "LOCAL#BARRIER"), ConsistentRead=True),
+        "DescribeLimits": lambda i: c.describe_limits(),
         "BatchGetItem (3 keys)": lambda i: c.batch_get_item(RequestItems={TABLE: {"Keys": [
             _key(f"P#{(i + j) % 16}", f"item#{(i + j) % n:06d}") for j in range(3)]}}),
         "Query (one partition, Limit 10)": lambda i: c.query(
