@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import queue
 import itertools
+import queue
 import threading
 import time
 from collections import Counter
@@ -82,11 +82,11 @@ def _raising(function, event):
 def stack(request, tmp_path_factory):
     """The demo network on an in-process stack whose push at the write is on (as shipped), off,
     or always raises; ``stack.frames`` counts the notify frames posted, per (connection,
-    recipient, envelope id); ``stack.streamed`` is the keys (PK, SK) of every record the stream
-    has handed to a function (once in it, that record's posts are made), ``stack.skipped`` those
-    it did not hand over because the write path had; ``written``/``read`` the digest each path
-    saw per (function, key), ``added_at``/``looked_at`` the order in which the write path
-    reported a record handled and the stream first looked at it (_until_streamed)."""
+    recipient, envelope id). Per (function logical id, record key (PK, SK)): ``stack.streamed``
+    the records the stream handed to that function (once in it, that record's posts are made),
+    ``stack.skipped`` those it did not hand over because the write path had; ``written`` and
+    ``read`` the digest each path saw; ``added_at`` and ``looked_at`` the order in which the
+    write path reported a record handled and the stream first looked at it (_until_streamed)."""
     mp = pytest.MonkeyPatch()
     if request.param == "off":
         mp.setenv("RELAYNET_PUSH_AT_WRITE", "false")
@@ -99,21 +99,17 @@ def stack(request, tmp_path_factory):
             assert running.push_at_write._remove is not None
         if request.param == "raising":
             running.push_at_write.invoke = _raising
-        running.streamed = set()  # the records the stream handed to a function
+        running.streamed = set()  # (function, key) of the records the stream handed over
         stream_invoke = running._streams.invoke
 
         def streaming(function, event):
             try:
                 return stream_invoke(function, event)
             finally:
-                for r in event["Records"]:
-                    image = r["dynamodb"]["NewImage"]
-                    running.streamed.add((image["PK"]["S"], image["SK"]["S"]))
+                running.streamed.update((function.logical_id, _key(r)) for r in event["Records"])
 
         running._streams.invoke = streaming
-        # What each path did with each record, per (function, key): the digest each path saw,
-        # when the write path reported it handled, when the stream first looked at it.
-        running.skipped = set()  # the keys of the records the stream did not hand over: the write path had
+        running.skipped = set()  # (function, key) the stream did not hand over: the write path had
         running.written, running.read, running.added_at, running.looked_at = {}, {}, {}, {}
         clock = itertools.count()
         write_invoke, take, add = running.push_at_write.invoke, running.pushed.take, running.push_at_write.on_pushed
@@ -131,11 +127,12 @@ def stack(request, tmp_path_factory):
             return add(function_id, digests)
 
         def taking(function_id, record):
-            running.looked_at.setdefault((function_id, _key(record)), next(clock))
-            running.read[(function_id, _key(record))] = digest(record)
+            pair = (function_id, _key(record))
+            running.looked_at.setdefault(pair, next(clock))
+            running.read[pair] = digest(record)
             taken = take(function_id, record)
             if taken:
-                running.skipped.add(_key(record))
+                running.skipped.add(pair)
             return taken
 
         running.push_at_write.invoke = writing
@@ -188,23 +185,25 @@ def _until_streamed(stack, keys) -> None:
     deadline = time.monotonic() + WAIT
 
     def pending() -> set:
-        left = keys - stack.streamed - stack.skipped
-        if stack.mode == "on":
-            left |= {key for (fid, key) in list(stack.written) if key in keys and (fid, key) not in stack.added_at}
+        carried = stack.streamed | stack.skipped
+        left = keys - {key for _, key in carried}
+        if stack.mode == "on":  # and each function the write path gave a record to, both paths done
+            left |= {key for fid, key in list(stack.written)
+                     if key in keys and ((fid, key) not in stack.added_at or (fid, key) not in carried)}
         return left
 
     while pending():
         assert time.monotonic() < deadline, f"the stream or the write path never carried {pending()}"
         time.sleep(0.02)
     if stack.mode != "on":
-        assert not stack.skipped & keys, "the stream skipped a record the write path did not handle"
+        assert not keys & {key for _, key in stack.skipped}, "the stream skipped a record the write path did not handle"
         return
     handled = {(fid, key): at for (fid, key), at in stack.added_at.items() if key in keys}
     assert handled, "the write path handled none of the records"
     for (fid, key), added in handled.items():
         assert stack.read.get((fid, key)) == stack.written[(fid, key)], \
             f"{fid}: the stream's record of {key} is not the write path's (digests differ)"
-        if key not in stack.skipped:
+        if (fid, key) not in stack.skipped:
             assert stack.looked_at[(fid, key)] < added, \
                 f"{fid}: the stream handed over {key} again after the write path had reported it handled"
 
