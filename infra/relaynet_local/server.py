@@ -588,6 +588,8 @@ class LocalStack:
                 self._saved_env.setdefault("RELAYNET_PUBLIC_URL", os.environ.get("RELAYNET_PUBLIC_URL"))
                 os.environ["RELAYNET_PUBLIC_URL"] = self.url
                 _reset_shared_caches()
+            if self.preload:
+                self._make_clients()
             self._spawn("relaynet-local-http", self._http.serve_forever)
             self._serving = True
             if self.sweep_interval > 0:  # each function on its own timer, as each is its own Lambda in AWS:
@@ -906,6 +908,17 @@ class LocalStack:
                 log.exception("cannot load %s (%s)", fn.logical_id, fn.handler)
         if skipped:
             log.warning("the AG2 wire is off (%s not loaded): %s", ", ".join(skipped), AG2_INSTALL_HINT)
+
+    def _make_clients(self) -> None:
+        """Make the process's DynamoDB clients before the first request (the handlers' and the
+        barrier's), so that a burst of first calls does not wait behind their making (issue 31)."""
+        if self.template.table is None:
+            return
+        from relaynet.store import table
+
+        table.client()
+        if self._barrier is not None:
+            self._barrier.client()
 
     def _write_state(self) -> None:
         if self.state_dir is None or not self._serving:

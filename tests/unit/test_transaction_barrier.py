@@ -100,3 +100,50 @@ def test_the_barrier_is_per_thread(barrier):
     assert sent == {"reader": 0}
     barrier.settle()
     assert barrier.barriers_sent == 1
+
+
+def test_a_cold_burst_of_threads_makes_one_client_each_and_every_call_is_served(barrier):
+    """The local stack serves a burst of first calls at once (issue 31: 32 claims at a start).
+    The hub's client and the barrier's are each made once, whatever the number of threads
+    asking for them together, and every thread's transaction is settled through them."""
+    import boto3
+
+    barrier.uninstall()
+    boto3.setup_default_session()  # as a process starts: nothing loaded yet
+    barrier.install()
+    t.reset()
+    n = 16
+    start = threading.Barrier(n)
+    hub_clients, barrier_clients, errors = [], [], []
+
+    def first_call(i: int) -> None:
+        try:
+            start.wait()
+            hub_clients.append(t.client())
+            barrier_clients.append(barrier.client())
+            _transaction(f"burst{i}")
+            barrier.settle()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first_call, args=(i,)) for i in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert len({id(c) for c in hub_clients}) == 1 and len(hub_clients) == n
+    assert len({id(c) for c in barrier_clients}) == 1 and len(barrier_clients) == n
+    assert barrier.barriers_sent == n
+    got = t.client().batch_get_item(RequestItems={t.table_name(): {"ConsistentRead": True, "Keys": [
+        {"PK": {"S": "BARRIER-TEST"}, "SK": {"S": f"burst{i}"}} for i in range(n)]}})
+    assert len(got["Responses"][t.table_name()]) == n
+
+
+def test_reset_makes_a_new_hub_client_and_close_connections_makes_none(barrier):
+    made = t.client()
+    t.close_connections()
+    assert t.client() is made  # closed pools reopen on the next request: the same client
+    _read()
+    t.reset()
+    assert t.client() is not made

@@ -189,25 +189,39 @@ def client_config(**overrides: Any) -> Config:
     return Config(**options)
 
 
-@functools.lru_cache(maxsize=1)
+_client: Any = None
+_client_lock = threading.Lock()
+
+
 def client():
     """The process-wide DynamoDB client (one per Lambda container; :func:`client_config`).
 
-    Every request it makes is checked against the running entry point's declaration.
+    Every request it makes is checked against the running entry point's declaration. Made once,
+    under a lock: the local stack serves concurrent requests in one process, and a cold burst of
+    them would otherwise build one client each (about 20 ms of CPU apiece, issue 31) from boto3's
+    default session, which botocore does not promise is safe to share between threads that are
+    creating clients.
     """
-    c = boto3.client(
-        "dynamodb",
-        config=client_config(retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=2, read_timeout=10),
-    )
-    c.meta.events.register("before-parameter-build.dynamodb", _enforce, unique_id="relaynet-declared-actions")
-    return c
+    global _client
+    made = _client
+    if made is None:
+        with _client_lock:
+            if _client is None:
+                c = boto3.client("dynamodb", config=client_config(
+                    retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=2, read_timeout=10))
+                c.meta.events.register("before-parameter-build.dynamodb", _enforce,
+                                       unique_id="relaynet-declared-actions")
+                _client = c
+            made = _client
+    return made
 
 
 def close_connections() -> None:
     """Close the DynamoDB client's connection pool if the client was made (after a SnapStart
     restore, relaynet.snapstart); it reconnects on its next request. Makes no client."""
-    if client.cache_info().currsize:
-        client().close()
+    made = _client
+    if made is not None:
+        made.close()
 
 
 def table_name() -> str:
@@ -217,7 +231,9 @@ def table_name() -> str:
 
 def reset() -> None:
     """Forget the cached client and settings (tests that switch endpoints or tables)."""
-    client.cache_clear()
+    global _client
+    with _client_lock:
+        _client = None
     settings.cache_clear()
 
 
