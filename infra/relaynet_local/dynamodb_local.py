@@ -38,8 +38,12 @@ __all__ = ["DynamoDBLocal", "TransactionBarrier", "StoreSetupError", "free_port"
 log = logging.getLogger("local_stack.store")
 
 #: JVM options (``RELAYNET_DYNAMODB_LOCAL_JAVA_OPTS`` replaces them): a bounded heap, the serial
-#: collector (a single-tenant store on a laptop: least memory and CPU at rest).
-DEFAULT_JAVA_OPTS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC")
+#: collector (a single-tenant store on a laptop: least memory and CPU at rest), and the client
+#: JIT compiler only (``TieredStopAtLevel=1``): C2's background compiles were most of the store's
+#: CPU for the first minutes of a hub. Measured (issue 31, docs/architecture.md "The local
+#: store"): store CPU per call 6.3 -> 5.1 ms at 32 paced agents, 7.2 -> 5.1 unpaced, 9.9 -> 5.4
+#: at one agent; a burst of 32 claims 22-28 -> 9-11 ms each; store RSS 239 -> 182 MB.
+DEFAULT_JAVA_OPTS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 _PR_SET_PDEATHSIG = 1
 
