@@ -42,7 +42,7 @@ log = logging.getLogger("local_stack.store")
 #: JIT compiler only (``TieredStopAtLevel=1``): C2's background compiles were most of the store's
 #: CPU for the first minutes of a hub. Measured (issue 31, docs/architecture.md "The local
 #: store"): store CPU per call 6.3 -> 5.1 ms at 32 paced agents, 7.2 -> 5.1 unpaced, 9.9 -> 5.4
-#: at one agent; a burst of 32 claims 22-28 -> 9-11 ms each; store RSS 239 -> 182 MB.
+#: at one agent; a burst of 32 claims 21-28 -> 9-11 ms each; store RSS 239 -> 182 MB.
 DEFAULT_JAVA_OPTS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 _PR_SET_PDEATHSIG = 1
@@ -380,20 +380,16 @@ class TransactionBarrier:
         it), made once under a lock: a cold burst of concurrent calls would otherwise make one
         each (about 20 ms of CPU apiece; issue 31's first 32 claims spent most of a worker's
         time there)."""
-        made = self._client
-        if made is None:
-            with self._client_lock:
-                if self._client is None:
-                    import boto3
+        with self._client_lock:
+            if self._client is None:
+                import boto3
 
-                    from relaynet.store.table import client_config
+                from relaynet.store.table import client_config
 
-                    self._client = boto3.session.Session().client(
-                        "dynamodb", endpoint_url=self.endpoint, region_name="us-east-1", aws_access_key_id="local",
-                        aws_secret_access_key="local",
-                        config=client_config(retries={"max_attempts": 10, "mode": "standard"}))
-                made = self._client
-        return made
+                self._client = boto3.session.Session().client(
+                    "dynamodb", endpoint_url=self.endpoint, region_name="us-east-1", aws_access_key_id="local",
+                    aws_secret_access_key="local", config=client_config(retries={"max_attempts": 10, "mode": "standard"}))
+            return self._client
 
     def settle(self) -> None:
         """If this thread's last request was a transaction, wait until the store has committed

@@ -203,17 +203,13 @@ def client():
     creating clients.
     """
     global _client
-    made = _client
-    if made is None:
-        with _client_lock:
-            if _client is None:
-                c = boto3.client("dynamodb", config=client_config(
-                    retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=2, read_timeout=10))
-                c.meta.events.register("before-parameter-build.dynamodb", _enforce,
-                                       unique_id="relaynet-declared-actions")
-                _client = c
-            made = _client
-    return made
+    with _client_lock:
+        if _client is None:
+            _client = boto3.client("dynamodb", config=client_config(
+                retries={"max_attempts": 4, "mode": "standard"}, connect_timeout=2, read_timeout=10))
+            _client.meta.events.register("before-parameter-build.dynamodb", _enforce,
+                                         unique_id="relaynet-declared-actions")
+        return _client
 
 
 def close_connections() -> None:
