@@ -140,6 +140,11 @@ def test_each_function_policy_names_exactly_its_declared_actions_on_the_table_an
     if not actions:
         assert not policies, f"{stem} declares no DynamoDB actions, so its function needs no policy"
         return
+    push = {"Ref": "PushAtWritePolicy"}
+    assert (push in policies) == pushes_at_write(stem), (
+        f"{stem}: a function that commits Puts (PutItem or TransactWriteItems declared), other than the stream "
+        "functions, carries PushAtWritePolicy (relaynet.push_at_write); no other function does")
+    policies = [p for p in policies if p != push]
     assert len(policies) == 1 and set(policies[0]) == {"Statement"}, (
         f"{stem}: the policy must be one inline statement (no SAM policy templates such as "
         "DynamoDBCrudPolicy, which grant more than the declaration)")
@@ -156,6 +161,32 @@ def test_each_function_policy_names_exactly_its_declared_actions_on_the_table_an
         "(same actions, same order)")
     assert statement["Resource"] == [{"Fn::GetAtt": [table_id, "Arn"]},
                                      {"Fn::Sub": f"${{{table_id}.Arn}}/index/*"}], stem
+
+
+def pushes_at_write(stem: str) -> bool:
+    """Whether functions/<stem>.py's writes are pushed at the write in AWS: it declares an action
+    that commits Puts and is not itself a stream function (relaynet.push_at_write)."""
+    from relaynet.stream_targets import SOURCES
+
+    stream_functions = {lid for lid in SOURCES}
+    logical = "".join(part.capitalize() for part in stem.split("_")) + "Function"
+    return bool({"PutItem", "TransactWriteItems"} & set(declared(stem))) and logical not in stream_functions
+
+
+def test_the_push_at_write_policy_invokes_exactly_the_stream_functions_aliases_and_their_targets_are_empty():
+    """In AWS a writer invokes the stream functions' aliases (the Globals variable names them) and
+    nothing else; a stream function names no targets, so none refers to its own alias."""
+    from relaynet.stream_targets import SOURCES
+
+    doc = load_yaml(TEMPLATE)
+    policy = doc["Resources"]["PushAtWritePolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    aliases = [{"Ref": f"{lid}.Alias"} for lid in sorted(SOURCES, key=["NotifierFunction", "Ag2NotifierFunction",
+                                                                        "A2aBridgeFunction"].index)]
+    assert policy == [{"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": aliases}]
+    targets = doc["Globals"]["Function"]["Environment"]["Variables"]["RELAYNET_PUSH_AT_WRITE_TARGETS"]
+    assert targets == {"Fn::Join": [",", [{"Fn::Join": ["=", [a["Ref"].split(".")[0], a]]} for a in aliases]]}
+    for lid in SOURCES:
+        assert doc["Resources"][lid]["Properties"]["Environment"]["Variables"]["RELAYNET_PUSH_AT_WRITE_TARGETS"] == ""
 
 
 def test_no_function_gets_dynamodb_access_any_other_way():

@@ -78,7 +78,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from relaynet_local import a2a_stream, events, lambdas
+from relaynet_local import a2a_stream, events, lambda_api, lambdas
 from relaynet_local.ag2_ws import INSTALL_HINT as AG2_INSTALL_HINT
 from relaynet_local.ag2_ws import is_wire_function, wire_installed
 from relaynet_local.ag2_ws import MANAGEMENT_PREFIX, Ag2Gateway
@@ -86,6 +86,7 @@ from relaynet_local.ag2_ws import PATH as AG2_PATH
 from relaynet_local.ag2_ws import STAGE as AG2_STAGE
 from relaynet_local.authorizer_cache import AuthorizerCache
 from relaynet_local.dynamodb_local import DynamoDBLocal, TransactionBarrier
+from relaynet_local.lambda_api import LambdaApi
 from relaynet_local.memory_store import MemoryStore
 from relaynet_local.throttle import RouteThrottle
 from relaynet_local.streams import PushedAtWrite
@@ -535,6 +536,7 @@ class LocalStack:
         self.ag2: Ag2Gateway | None = None
         self.ag2_url = ""
         self.push_at_write: Any = None  # relaynet_local.streams.WriteNotifier, once started
+        self.lambda_api: LambdaApi | None = None  # the AWS push at the write's Invoke API (RELAYNET_LOCAL_PUSH_AT_WRITE)
         self.pushed = PushedAtWrite()  # what the push at the write handled (the stream skips it)
         self.events: Any = None  # relaynet_local.event_stream.EventHub, once started
         self.pool: Any = None  # relaynet_local.workers.WorkerPool (the primary of several processes)
@@ -602,7 +604,10 @@ class LocalStack:
                 self._streams = StreamRunner(self.template, str(self.dynamodb_endpoint), self.table, self.invoke,
                                              pushed=self.pushed).start()
             on_pushed = self.pushed.add if self.role is None else self._bus.publish_pushed
-            self.push_at_write = WriteNotifier(self.template, self.invoke, on_pushed=on_pushed).start()
+            if lambda_api.wanted():  # AWS's push at the write (relaynet.push_at_write) through a local Invoke API
+                self._start_lambda_api()
+            else:
+                self.push_at_write = WriteNotifier(self.template, self.invoke, on_pushed=on_pushed).start()
             if self.role is None and self.workers > 1:
                 self._start_workers()
             self._write_state()
@@ -631,6 +636,12 @@ class LocalStack:
         if self.push_at_write is not None:
             self.push_at_write.stop()
             self.push_at_write = None
+        if self.lambda_api is not None:
+            from relaynet import push_at_write
+
+            push_at_write.uninstall()
+            self.lambda_api.stop()
+            self.lambda_api = None
         if self.ag2 is not None:
             self.ag2.stop()
             self.ag2 = None
@@ -812,6 +823,23 @@ class LocalStack:
         thread = threading.Thread(target=target, name=name, daemon=True)
         thread.start()
         self._threads.append(thread)
+
+    def _start_lambda_api(self) -> None:
+        """Serve Lambda's Invoke API for the stream functions and push at the write as AWS does
+        (relaynet_local.lambda_api): this process's writes invoke them over HTTP with a boto3
+        Lambda client; the stream hands every record over as well, and the functions deduplicate."""
+        from relaynet import push_at_write
+
+        self.lambda_api = LambdaApi.for_template(self.template, self.invoke).start()
+        for name, value in (("AWS_ENDPOINT_URL_LAMBDA", self.lambda_api.endpoint),
+                            (push_at_write.TARGETS_ENV, self.lambda_api.targets())):
+            self._saved_env.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+        from relaynet.config import settings
+
+        settings.cache_clear()
+        push_at_write.reset_client()
+        push_at_write.install()
 
     def _schedule_loop(self, schedule: Any) -> None:
         while not self._stopping.wait(self.sweep_interval):

@@ -13,9 +13,10 @@ the records the filter patterns match, and invokes the function in batches of at
 response) is retried up to ``MaximumRetryAttempts`` times, then logged as what AWS would send to
 the ``OnFailure`` destination.
 
-Only the event-filter subset the template uses is implemented (:func:`matches`): exact values in
-a list, ``{"exists": true|false}`` and ``{"prefix": "..."}``, nested objects; a pattern using
-anything else raises :class:`relaynet_local.template.TemplateError` at start.
+Only the event-filter subset the template uses is implemented (relaynet.stream_records, shared
+with the AWS push at the write): exact values in a list, ``{"exists": true|false}`` and
+``{"prefix": "..."}``, nested objects; a pattern using anything else raises
+:class:`relaynet_local.template.TemplateError` at start.
 
 The table's stream is switched on here, when the stack starts (``UpdateTable``), not by
 :func:`relaynet_local.template.create_table`: moto's in-process tables deep-copy their stream
@@ -31,18 +32,20 @@ from __future__ import annotations
 
 import collections
 import hashlib
-import itertools
 import json
 import logging
 import os
 import queue
 import threading
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from relaynet.stream_records import PatternError, check_pattern, insert_record, matches, wanted
 from relaynet_local.template import Function, Template, TemplateError
+
+__all__ = ["StreamRunner", "WriteNotifier", "PushedAtWrite", "StreamSource", "stream_sources", "matches",
+           "lambda_record", "digest"]
 
 log = logging.getLogger("relaynet_local.streams")
 
@@ -86,40 +89,10 @@ def stream_sources(template: Template) -> list[StreamSource]:
 
 
 def _check_pattern(pattern: Any) -> None:
-    if isinstance(pattern, dict):
-        for value in pattern.values():
-            _check_pattern(value)
-    elif isinstance(pattern, list):
-        for rule in pattern:
-            if isinstance(rule, dict) and not (set(rule) <= {"exists", "prefix"}):
-                raise TemplateError(f"the local stack does not implement the filter rule {rule}")
-    else:
-        raise TemplateError(f"a filter pattern value must be a list or an object, not {pattern!r}")
-
-
-def matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:
-    """Whether ``event`` (a Lambda stream record) matches an event-filter ``pattern`` (the subset
-    the module docstring names)."""
-    for key, rule in pattern.items():
-        present = isinstance(event, dict) and key in event
-        value = event.get(key) if isinstance(event, dict) else None
-        if isinstance(rule, dict):
-            if not present or not matches(rule, value):
-                return False
-            continue
-        ok = False
-        for option in rule:
-            if isinstance(option, dict) and "exists" in option:
-                ok = present == bool(option["exists"])
-            elif isinstance(option, dict) and "prefix" in option:
-                ok = present and isinstance(value, str) and value.startswith(option["prefix"])
-            else:
-                ok = present and value == option
-            if ok:
-                break
-        if not ok:
-            return False
-    return True
+    try:
+        check_pattern(pattern)
+    except PatternError as exc:
+        raise TemplateError(f"the local stack does not implement this filter: {exc}") from None
 
 
 def lambda_record(record: dict[str, Any], stream_arn: str, region: str) -> dict[str, Any]:
@@ -242,12 +215,12 @@ class StreamRunner:
         push already; returns how many (record, function) pairs were handed over."""
         handed = 0
         for source in self.sources:
-            wanted = [r for r in records if not source.patterns or any(matches(p, r) for p in source.patterns)]
+            mine = [r for r in records if wanted(r, source.patterns)]
             if self.pushed is not None:
-                wanted = [r for r in wanted if not self.pushed.take(source.function.logical_id, r)]
-            handed += len(wanted)
-            for i in range(0, len(wanted), source.batch_size):
-                self._run(source, wanted[i:i + source.batch_size])
+                mine = [r for r in mine if not self.pushed.take(source.function.logical_id, r)]
+            handed += len(mine)
+            for i in range(0, len(mine), source.batch_size):
+                self._run(source, mine[i:i + source.batch_size])
         return handed
 
     def _run(self, source: StreamSource, batch: list[dict[str, Any]]) -> None:
@@ -297,7 +270,6 @@ class WriteNotifier:
         self._queues: list[tuple[StreamSource, queue.SimpleQueue]] = []
         self._threads: list[threading.Thread] = []
         self._remove: Callable[[], None] | None = None
-        self._seq = itertools.count(1)
 
     def start(self) -> "WriteNotifier":
         """Start listening to this process's commits (no-op without stream functions, or off)."""
@@ -329,22 +301,17 @@ class WriteNotifier:
         self._queues, self._threads = [], []
 
     def record(self, image: dict[str, Any]) -> dict[str, Any]:
-        """The stream record (Lambda's shape, :func:`lambda_record`) of a Put's new ``image``."""
-        keys = {name: image[name] for name in ("PK", "SK") if name in image}
-        return {"eventID": uuid.uuid4().hex, "eventName": "INSERT", "eventVersion": "1.1",
-                "eventSource": "aws:dynamodb", "awsRegion": self.region, "eventSourceARN": self.stream_arn,
-                "dynamodb": {"ApproximateCreationDateTime": float(int(time.time())), "Keys": keys,
-                             "NewImage": image, "SequenceNumber": f"w{next(self._seq):020d}",
-                             "SizeBytes": len(json.dumps(image)), "StreamViewType": "NEW_IMAGE"}}
+        """The stream record (Lambda's shape, relaynet.stream_records) of a Put's new ``image``."""
+        return insert_record(image, region=self.region, stream_arn=self.stream_arn)
 
     def _committed(self, images: list[dict[str, Any]]) -> None:
         records: list[dict[str, Any]] | None = None
         for source, q in self._queues:
             if records is None:
                 records = [self.record(image) for image in images]
-            wanted = [r for r in records if not source.patterns or any(matches(p, r) for p in source.patterns)]
-            if wanted:
-                q.put(wanted)
+            mine = [r for r in records if wanted(r, source.patterns)]
+            if mine:
+                q.put(mine)
 
     def _work(self, source: StreamSource, q: queue.SimpleQueue) -> None:
         stopping = False

@@ -17,7 +17,7 @@ import functools
 import os
 from typing import Annotated, Any, Mapping, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 _TRUE = ("1", "true", "yes", "on")
 
@@ -62,6 +62,10 @@ class Settings(BaseModel):
         push_at_write: whether a write notifies its recipients' live connections and webhooks as
             it commits (``RELAYNET_PUSH_AT_WRITE``, true; docs/architecture.md "Push at the
             write"); false leaves every push to the table's stream, which delivers them all anyway.
+        push_targets: in AWS, the stream functions a write invokes asynchronously as it commits,
+            ``<logical id>=<alias ARN>,...`` (``RELAYNET_PUSH_AT_WRITE_TARGETS``, template.yaml's
+            Globals; empty: none; relaynet.push_at_write). Each logical id must be a stream
+            function of template.yaml.
         a2a_streaming: whether this hub serves A2A's streaming methods (``RELAYNET_A2A_STREAMING``,
             false; the local stack sets it: it streams Server-Sent Events, relaynet_local.a2a_stream;
             API Gateway's HTTP API cannot, so in AWS the Agent Card says ``streaming: false``).
@@ -98,6 +102,7 @@ class Settings(BaseModel):
     push_timeout: float = Field(3.0, alias="RELAYNET_PUSH_TIMEOUT_SECONDS", gt=0, allow_inf_nan=False)
     push_allow_loopback: bool = Field(False, alias="RELAYNET_PUSH_ALLOW_LOOPBACK")
     push_at_write: bool = Field(True, alias="RELAYNET_PUSH_AT_WRITE")
+    push_targets: str = Field("", alias="RELAYNET_PUSH_AT_WRITE_TARGETS", max_length=4096)
     a2a_streaming: bool = Field(False, alias="RELAYNET_A2A_STREAMING")
     public_url: Optional[str] = Field(None, alias="RELAYNET_PUBLIC_URL",
                                       pattern=r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~\-/]*)?$", max_length=512)
@@ -106,6 +111,14 @@ class Settings(BaseModel):
     cache_seconds: float = Field(5.0, alias="RELAYNET_CACHE_SECONDS", ge=0, allow_inf_nan=False)
     metrics: bool = True
     tracing: bool = False
+
+    @field_validator("push_targets")
+    @classmethod
+    def _targets(cls, value: str) -> str:
+        from relaynet.push_at_write import parse_targets
+
+        parse_targets(value)  # ValueError: reported as the rule the value breaks
+        return value
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -141,6 +154,8 @@ def _why(err: dict[str, Any]) -> str:
         return "must be a number"
     if kind.startswith("bool_"):
         return "must be true or false"
+    if kind == "value_error":
+        return str(err.get("msg", "invalid")).removeprefix("Value error, ")
     if kind == "string_pattern_mismatch":  # RELAYNET_PUBLIC_URL, the one field with a pattern
         return "must be an http(s) URL: scheme://host[:port][/path], no query or fragment"
     return str(err.get("msg", "invalid")).lower()

@@ -15,7 +15,7 @@ process would otherwise share, and what :func:`after_restore` does about it:
   clock reads at or behind the snapshot's last millisecond increments the snapshot's random part,
   and two such environments mint the same id. Forgotten, so the next id draws fresh randomness.
 - open connections: botocore's connection pools (the DynamoDB client, the API Gateway
-  management clients) and the outbound ``httpx.Client`` (relaynet.push.outbound). A socket in a
+  management clients, the push at the write's Lambda client) and the outbound ``httpx.Client`` (relaynet.push.outbound). A socket in a
   snapshot is one TCP connection that every restored environment would believe it owns. Closed;
   the clients reopen on first use (a closed botocore client's pool manager starts empty again).
 - per-container caches (relaynet.cache): their ages are read on time.monotonic, which a restore
@@ -61,7 +61,7 @@ def _close_connections() -> None:
     """Close the pools of the clients this process made (only modules already imported, only
     clients already made: nothing is created here). Each reopens on first use."""
     closers = (("relaynet.store.table", "close_connections"), ("relaynet.ag2.post", "close_clients"),
-               ("relaynet.push", "close_outbound"))
+               ("relaynet.push", "close_outbound"), ("relaynet.push_at_write", "close_clients"))
     for module, name in closers:
         loaded = sys.modules.get(module)
         if loaded is None:
