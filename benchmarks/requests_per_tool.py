@@ -356,6 +356,13 @@ def push_steps(state: dict[str, Any], ok: Callable[..., dict[str, Any]], key: Ca
         with push_env():
             assert run_notifier(image) == {"batchItemFailures": []}
         assert table.get(*k.instance(net["networkId"], coder)).get("pushLastStatus") == status, outcome
+        state["pushed_image"] = image
+
+    def second_path() -> None:  # in AWS both the write's Invoke and the stream hand the notifier each entry
+        posts = state["receiver"].count
+        with push_env():
+            assert run_notifier(state["pushed_image"]) == {"batchItemFailures": []}
+        assert state["receiver"].count == posts, "the second path posted again"
 
     def retry(status: int, expect: str) -> None:
         from relaynet import clock
@@ -368,6 +375,8 @@ def push_steps(state: dict[str, Any], ok: Callable[..., dict[str, Any]], key: Ca
 
     yield Step("push_config_set (PUT /v1/push)", "push_config_set", False, set_push)
     yield Step("notifier (a mailbox entry, delivered)", "notifier", False, lambda: notify(204, "delivered"))
+    yield Step("notifier (the same entry by the other push path: a duplicate, nothing sent)", "notifier", False,
+               second_path)
     yield Step("notifier (a mailbox entry, receiver failing)", "notifier", False, lambda: notify(503, "retrying"))
     yield Step("push_retry (a due retry, delivered)", "push_retry", False, lambda: retry(204, "delivered"))
     yield Step("notifier (receiver failing again)", "notifier", False, lambda: notify(500, "retrying"))
@@ -1077,6 +1086,24 @@ def snapstart_functions(template: Path = TEMPLATE) -> list[str]:
     return out
 
 
+def push_at_write_markdown(results: list[tuple[Step, dict[str, Usage]]]) -> str:
+    """What the push at the write costs in AWS (relaynet.push_at_write), per pushed record: the
+    second notifier invocation (the stream's or the write's, whichever comes second) that finds
+    the delivery made (measured: the duplicate step), and the writer's Invoke (one more request's
+    modelled duration at 512 MB); each record priced as if it rode an invocation of its own."""
+    by_label = {step.label: usage.get(step.tool, Usage()) for step, usage in results}
+    first = by_label["notifier (a mailbox entry, delivered)"]
+    dup = by_label["notifier (the same entry by the other push path: a duplicate, nothing sent)"]
+    second = (ddb_cost(dup) + lambda_cost(dup.requests)) * 1e6
+    invoke = MEMORY_GB * PER_REQUEST_MS / 1000 * PRICES["lambda_arm_gb_s"] * 1e6
+    before = (ddb_cost(first) + lambda_cost(first.requests)) * 1e6
+    return (f"Push at the write (AWS: the writer invokes the notifiers asynchronously, the stream still runs) adds, "
+            f"per webhook pushed: a second notifier invocation that finds the delivery made ({dup.requests} DynamoDB "
+            f"requests, ${second:.2f} per million) and the writer's Invoke (${invoke:.2f} per million of its "
+            f"duration): **${second + invoke:.2f} per million pushes**, against ${before:.2f} for the delivery itself. "
+            f"`RELAYNET_PUSH_AT_WRITE=false` removes it (the stream alone delivers).")
+
+
 def snapstart_markdown() -> str:
     """SnapStart's own charges (issue 30): the cache, a fixed charge per function version whatever
     the load, and a restore per cold start; what turning it off saves."""
@@ -1143,7 +1170,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.pop("AWS_ENDPOINT_URL_DYNAMODB", None)
     with demo_stack() as (tokens, meter):
         results = measure(scenario(tokens), meter)
-    table = table_markdown(results, typical_only=not args.all) + "\n\n" + snapstart_markdown()
+    table = (table_markdown(results, typical_only=not args.all) + "\n\n" + snapstart_markdown() + "\n\n"
+             + push_at_write_markdown(results))
     print(table)
     if args.readme:
         write_readme(table)
