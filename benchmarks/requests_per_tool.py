@@ -1087,21 +1087,26 @@ def snapstart_functions(template: Path = TEMPLATE) -> list[str]:
 
 
 def push_at_write_markdown(results: list[tuple[Step, dict[str, Usage]]]) -> str:
-    """What the push at the write costs in AWS (relaynet.push_at_write), per pushed record: the
-    second notifier invocation (the stream's or the write's, whichever comes second) that finds
-    the delivery made (measured: the duplicate step), and the writer's Invoke (one more request's
-    modelled duration at 512 MB); each record priced as if it rode an invocation of its own."""
+    """What the push at the write costs in AWS (relaynet.push_at_write), per record the notifiers'
+    filters take: one more notifier invocation (the stream still hands every record over), each
+    record priced as if it rode an invocation of its own (the stream batches up to 10, the write's
+    Invoke carries one commit's records), plus the writer's Invoke (one more request's modelled
+    duration at 512 MB). For a webhook pushed the second invocation finds the delivery made
+    (measured: the duplicate step); for a mailbox entry of a network without webhooks it reads
+    the network's ``pushState`` (one strongly consistent GetItem, modelled: 1 RRU)."""
     by_label = {step.label: usage.get(step.tool, Usage()) for step, usage in results}
     first = by_label["notifier (a mailbox entry, delivered)"]
     dup = by_label["notifier (the same entry by the other push path: a duplicate, nothing sent)"]
-    second = (ddb_cost(dup) + lambda_cost(dup.requests)) * 1e6
     invoke = MEMORY_GB * PER_REQUEST_MS / 1000 * PRICES["lambda_arm_gb_s"] * 1e6
+    second = (ddb_cost(dup) + lambda_cost(dup.requests)) * 1e6 + invoke
+    quiet = (PRICES["ddb_rru_per_million"] / 1e6 + lambda_cost(1)) * 1e6 + invoke
     before = (ddb_cost(first) + lambda_cost(first.requests)) * 1e6
-    return (f"Push at the write (AWS: the writer invokes the notifiers asynchronously, the stream still runs) adds, "
-            f"per webhook pushed: a second notifier invocation that finds the delivery made ({dup.requests} DynamoDB "
-            f"requests, ${second:.2f} per million) and the writer's Invoke (${invoke:.2f} per million of its "
-            f"duration): **${second + invoke:.2f} per million pushes**, against ${before:.2f} for the delivery itself. "
-            f"`RELAYNET_PUSH_AT_WRITE=false` removes it (the stream alone delivers).")
+    return (f"Push at the write (AWS: the writer invokes the two notifiers asynchronously, the stream still runs) adds, "
+            f"per record their filters take: for a webhook pushed, a second notifier run that finds the delivery made "
+            f"({dup.requests} DynamoDB requests) and the writer's Invoke, **${second:.2f} per million** (the delivery "
+            f"itself: ${before:.2f}); for any other mailbox entry or AG2 envelope (a network without webhooks), one "
+            f"short run, **${quiet:.2f} per million** (modelled: 1 GetItem). `RELAYNET_PUSH_AT_WRITE=false` removes "
+            f"it (the stream alone delivers).")
 
 
 def snapstart_markdown() -> str:

@@ -173,18 +173,22 @@ def pushes_at_write(stem: str) -> bool:
     return bool({"PutItem", "TransactWriteItems"} & set(declared(stem))) and logical not in stream_functions
 
 
-def test_the_push_at_write_policy_invokes_exactly_the_stream_functions_aliases_and_their_targets_are_empty():
-    """In AWS a writer invokes the stream functions' aliases (the Globals variable names them) and
-    nothing else; a stream function names no targets, so none refers to its own alias."""
+def test_the_push_at_write_policy_invokes_exactly_the_targets_aliases_and_stream_functions_name_none():
+    """In AWS a writer invokes the two notifiers' aliases (the Globals variable names them, the
+    local stack's Invoke API serves the same ones) and nothing else; a stream function names no
+    targets, so none refers to its own alias."""
     from relaynet.stream_targets import SOURCES
+    from relaynet_local.lambda_api import target_ids
+    from relaynet_local.template import load_template
 
     doc = load_yaml(TEMPLATE)
+    targets = ["NotifierFunction", "Ag2NotifierFunction"]
+    assert target_ids(load_template(TEMPLATE)) == targets
     policy = doc["Resources"]["PushAtWritePolicy"]["Properties"]["PolicyDocument"]["Statement"]
-    aliases = [{"Ref": f"{lid}.Alias"} for lid in sorted(SOURCES, key=["NotifierFunction", "Ag2NotifierFunction",
-                                                                        "A2aBridgeFunction"].index)]
+    aliases = [{"Ref": f"{lid}.Alias"} for lid in targets]
     assert policy == [{"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": aliases}]
-    targets = doc["Globals"]["Function"]["Environment"]["Variables"]["RELAYNET_PUSH_AT_WRITE_TARGETS"]
-    assert targets == {"Fn::Join": [",", [{"Fn::Join": ["=", [a["Ref"].split(".")[0], a]]} for a in aliases]]}
+    variable = doc["Globals"]["Function"]["Environment"]["Variables"]["RELAYNET_PUSH_AT_WRITE_TARGETS"]
+    assert variable == {"Fn::Join": [",", [{"Fn::Join": ["=", [lid, a]]} for lid, a in zip(targets, aliases)]]}
     for lid in SOURCES:
         assert doc["Resources"][lid]["Properties"]["Environment"]["Variables"]["RELAYNET_PUSH_AT_WRITE_TARGETS"] == ""
 

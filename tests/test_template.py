@@ -514,3 +514,54 @@ def test_sam_build_builds_every_function_and_the_layer_without_docker(tmp_path):
     for pyc in (layer / "relaynet" / "__pycache__" / f"__init__.{tag}.pyc",
                 build / "NetworkAskFunction" / "__pycache__" / f"network_ask.{tag}.pyc"):
         assert int.from_bytes(pyc.read_bytes()[4:8], "little") == 0b01, f"{pyc} is not an unchecked-hash .pyc"
+
+
+def _references(value, out: set) -> set:
+    """The logical ids ``value`` refers to (Ref, Fn::GetAtt, ${X} and ${X.Attr} in Fn::Sub)."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key == "Ref" and isinstance(inner, str):
+                out.add(inner.split(".")[0])
+            elif key == "Fn::GetAtt":
+                out.add((inner[0] if isinstance(inner, list) else inner.split(".")[0]))
+            elif key == "Fn::Sub":
+                text = inner[0] if isinstance(inner, list) else inner
+                out.update(m.split(".")[0] for m in re.findall(r"\$\{([^}!]+)\}", text))
+                if isinstance(inner, list):
+                    _references(inner[1], out)
+            else:
+                _references(inner, out)
+    elif isinstance(value, list):
+        for inner in value:
+            _references(inner, out)
+    return out
+
+
+def test_the_deployed_template_has_no_circular_dependency():
+    """CloudFormation refuses a stack whose resources depend on each other in a circle (the push at
+    the write's targets once made every HTTP API function depend, through the A2A bridge's alias,
+    on the HttpApi that routes to them): the transformed resources' Ref/GetAtt/Sub/DependsOn graph
+    has no cycle."""
+    resources = _sam_transform()
+    graph = {}
+    for lid, resource in resources.items():
+        deps = _references({k: v for k, v in resource.items() if k != "DependsOn"}, set())
+        depends_on = resource.get("DependsOn") or []
+        deps |= set([depends_on] if isinstance(depends_on, str) else depends_on)
+        graph[lid] = {d for d in deps if d in resources and d != lid}
+    state: dict[str, int] = {}
+
+    def visit(node, path):
+        state[node] = 1
+        for dep in graph[node]:
+            if state.get(dep) == 1:
+                raise AssertionError("circular dependency: " + " -> ".join(path[path.index(dep):] + [dep])
+                                     if dep in path else f"circular dependency through {dep}")
+            if dep not in state:
+                visit(dep, path + [dep])
+        state[node] = 2
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for node in graph:
+        if node not in state:
+            visit(node, [node])

@@ -16,12 +16,14 @@ invocation at a time per function, in arrival order (Lambda's asynchronous invoc
 ``RequestResponse`` (the default) runs it and answers 200 with what it returned. ``FunctionName``
 is a logical id, optionally with a ``:<qualifier>`` or as the last part of an ARN. Errors as
 Lambda's: 404 ``ResourceNotFoundException`` for an unknown function, 400 ``InvalidRequestContentException``
-for a payload that is not a JSON object, 403 when the path's per-run secret prefix is wrong (only
-this process's client knows it; loopback only).
+for a payload that is not a JSON object, 403 when the path's per-run secret prefix is wrong
+(loopback only; the prefix is in ``AWS_ENDPOINT_URL_LAMBDA`` of the hub's environment, which
+the processes it starts inherit, as they inherit the store's endpoint).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import queue
@@ -46,6 +48,29 @@ def wanted() -> bool:
     return os.environ.get(MODE_ENV, "").strip().lower() == "invoke"
 
 
+def target_ids(template: Template) -> list[str]:
+    """The logical ids whose aliases template.yaml's Globals ``RELAYNET_PUSH_AT_WRITE_TARGETS``
+    refers to (``!Ref X.Alias``), in order: the functions a write invokes in AWS."""
+    from relaynet_local.template import ref_target
+
+    variables = (((template.document.get("Globals") or {}).get("Function") or {}).get("Environment") or {}).get(
+        "Variables") or {}
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if "Ref" in value and str(value["Ref"]).endswith(".Alias"):
+                out.append(str(ref_target(value)))
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    walk(variables.get("RELAYNET_PUSH_AT_WRITE_TARGETS"))
+    return list(dict.fromkeys(out))
+
+
 class LambdaApi:
     """The Invoke API of ``functions`` (logical id -> Function), served on ``host`` at a free port;
     ``invoke(function, event)`` runs one. ``endpoint`` (``http://host:port/<secret>``) is what
@@ -66,10 +91,8 @@ class LambdaApi:
 
     @classmethod
     def for_template(cls, template: Template, invoke: Callable[[Function, dict[str, Any]], Any]) -> "LambdaApi":
-        """The API of the template's stream functions (the targets of the push at the write)."""
-        from relaynet_local.streams import stream_sources
-
-        return cls({s.function.logical_id: s.function for s in stream_sources(template)}, invoke)
+        """The API of the functions template.yaml's writers invoke at the write (:func:`target_ids`)."""
+        return cls({lid: template.functions[lid] for lid in target_ids(template)}, invoke)
 
     def targets(self) -> str:
         """``RELAYNET_PUSH_AT_WRITE_TARGETS`` naming every function this API serves."""
@@ -121,10 +144,12 @@ class LambdaApi:
 
     def handle(self, path: str, invocation_type: str | None, body: bytes) -> tuple[int, dict[str, str], bytes]:
         """``(status, headers, body)`` of one Invoke request (module docstring)."""
-        prefix = f"/{self.secret}{_PATH}"
-        if not path.startswith(prefix) or not path.endswith("/invocations"):
+        path = path.split("?", 1)[0]  # a Qualifier parameter: the alias the name's ARN also carries
+        secret, _, rest = path.lstrip("/").partition("/")
+        if not hmac.compare_digest(secret, self.secret) or not f"/{rest}".startswith(_PATH) \
+                or not rest.endswith("/invocations"):
             return _error(403, "AccessDeniedException", "unknown path (the endpoint's secret prefix is wrong)")
-        name = unquote(path[len(prefix):-len("/invocations")]).split("?")[0]
+        name = unquote(f"/{rest}"[len(_PATH):-len("/invocations")])
         logical = name.rsplit(":function:", 1)[-1].split(":")[0]
         function = self.functions.get(logical)
         if function is None:
@@ -145,6 +170,8 @@ class LambdaApi:
 
     def _queue(self, function: Function) -> queue.SimpleQueue:
         with self._lock:
+            if self._server is None:
+                raise RuntimeError("the Invoke API is stopped")
             q = self._queues.get(function.logical_id)
             if q is None:
                 q = self._queues[function.logical_id] = queue.SimpleQueue()

@@ -537,6 +537,7 @@ class LocalStack:
         self.ag2_url = ""
         self.push_at_write: Any = None  # relaynet_local.streams.WriteNotifier, once started
         self.lambda_api: LambdaApi | None = None  # the AWS push at the write's Invoke API (RELAYNET_LOCAL_PUSH_AT_WRITE)
+        self._pusher: Any = None  # relaynet.push_at_write.InvokeAtWrite, with the Invoke API
         self.pushed = PushedAtWrite()  # what the push at the write handled (the stream skips it)
         self.events: Any = None  # relaynet_local.event_stream.EventHub, once started
         self.pool: Any = None  # relaynet_local.workers.WorkerPool (the primary of several processes)
@@ -639,7 +640,8 @@ class LocalStack:
         if self.lambda_api is not None:
             from relaynet import push_at_write
 
-            push_at_write.uninstall()
+            push_at_write.uninstall(self._pusher)
+            push_at_write.reset_client()
             self.lambda_api.stop()
             self.lambda_api = None
         if self.ag2 is not None:
@@ -839,7 +841,7 @@ class LocalStack:
 
         settings.cache_clear()
         push_at_write.reset_client()
-        push_at_write.install()
+        self._pusher = push_at_write.install()
 
     def _schedule_loop(self, schedule: Any) -> None:
         while not self._stopping.wait(self.sweep_interval):

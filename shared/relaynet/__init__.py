@@ -13,12 +13,3 @@ from relaynet import snapstart as _snapstart  # noqa: E402
 
 _snapstart.register()
 
-# In AWS a write hands its pushes to the stream functions as it commits (relaynet.push_at_write);
-# a no-op unless RELAYNET_PUSH_AT_WRITE_TARGETS is set. A malformed value is left to the settings,
-# which refuse it by name at the cold start.
-from relaynet import push_at_write as _push_at_write  # noqa: E402
-
-try:
-    _push_at_write.install()
-except ValueError:
-    pass

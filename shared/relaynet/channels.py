@@ -170,19 +170,21 @@ def _due(channel: dict[str, Any], state: dict[str, Any]) -> int:
 
 def send(principal: Principal, channel_id: str, attempt: Send, content: Any, audience: list[str] | None = None,
          event_type: str = "text", head: dict[str, Any] | None = None,
-         causation_id: str | None = None) -> dict[str, Any]:
+         causation_id: str | None = None, seeding: bool | None = None) -> dict[str, Any]:
     """Post an envelope if the adapter allows it. Returns ``{envelope_id, seq, channel_state,
-    next_speaker}``. ``head``: the channel head as the caller just wrote it, used instead of
-    reading it for the first attempt (a stale one fails the head's condition and is read again;
-    open, which passes it, has checked the abuse limits already). ``causation_id``: the envelope
-    this one answers (AG2's wire passes it through; relaynet.ag2.ops).
+    next_speaker}``. ``head``: the channel head as the caller just wrote or read it (strongly
+    consistent), used instead of reading it for the first attempt (a stale one fails the head's
+    condition and is read again). ``seeding``: open's seed, whose abuse limits open checked
+    already (default: whenever ``head`` is given; AG2's wire passes its head with False).
+    ``causation_id``: the envelope this one answers (AG2's wire passes it through; relaynet.ag2.ops).
 
     Raises NotFound, PermissionDenied (non-participant), InvalidArgument (audience or handoff
     target not a participant), Conflict ``channel_closed`` | ``not_your_turn`` | ``wrong_tool``,
     RateLimited (a recipient's mailbox is full: relaynet.limits; nothing is written).
     """
     net = principal.network_id
-    seeding = head is not None  # open's seed: open checked the limits before creating the channel
+    if seeding is None:
+        seeding = head is not None  # open's seed: open checked the limits before creating the channel
     for race in range(_MAX_RACES):
         now = clock.now_ms()
         channel = head if head is not None else load_channel(net, channel_id)

@@ -4,8 +4,8 @@ leaves when the write commits instead of when Lambda next polls the table's stre
 
 ``RELAYNET_PUSH_AT_WRITE_TARGETS`` (template.yaml's Globals: ``NotifierFunction=<alias ARN>,...``)
 names the stream functions and the alias each is invoked by. When it is set,
-:func:`install` (called by ``relaynet/__init__`` at import, so at every function's init) adds a
-listener to :func:`relaynet.store.table.on_commit`. For each commit it builds the INSERT records
+:func:`install` (called by relaynet.store.table at import, so at the init of every function that
+uses the table) adds a listener to :func:`relaynet.store.table.on_commit`. For each commit it builds the INSERT records
 the stream will carry (:func:`relaynet.stream_records.insert_record`), keeps those each target's
 event source would hand it (the ``FilterCriteria`` of template.yaml, generated into
 :mod:`relaynet.stream_targets`), and sends them, at most its ``BatchSize`` and
@@ -15,16 +15,23 @@ the event and answers 202, and the function runs at once in another environment.
 The Invoke is made on the writer's thread before the write returns, so before the handler
 answers: Lambda freezes an environment once it has answered, and a thread left to send later
 would send at the next request, or never. It costs the write one request to the Lambda API per
-target that wants a record (about one, for a mailbox entry or an AG2 envelope).
+target that wants a record (about one, for a mailbox entry or an AG2 envelope), at most its
+``BatchSize`` records each: a broadcast to many mailboxes is several Invokes in a row.
 
 Nothing is lost when this path fails: an Invoke that is refused, throttled or times out is
 logged (and counted, ``PushAtWriteFailed``) and the write still succeeds; the table's stream
-invokes the same functions with the same records, as it always has. Both paths run for every
+invokes the same functions with the same records, as it always has. A failure also stops this
+process's Invokes for :data:`BREAK_SECONDS`, and one commit's Invokes stop after
+:data:`COMMIT_BUDGET_SECONDS`, so a Lambda API that is down costs a write at most one timeout
+(0.5 s to connect, 1 s to answer, one attempt) in that time. The notifiers' asynchronous
+invocations are not retried late (template.yaml: ``EventInvokeConfig``, no retries, 60 s at most). Both paths run for every
 record, so the functions deduplicate by their delivery markers (the AG2 notifier's per envelope,
 recipient and connection; the webhook notifier's delivery lease per delivery id; the A2A
-bridge's per history entry): one post per receiver whichever comes first. The stream functions
-themselves have no targets (template.yaml sets the variable empty for them): their own writes
-reach the other stream functions by the stream.
+bridge's per history entry): one post per receiver whichever comes first. The targets are the
+two notifiers. Not the A2A bridge: it reads the HttpApi's id, which refers to every routed
+function, so the writers referring to its alias would make a circular dependency (its remote
+calls take seconds anyway). The stream functions have no targets (template.yaml sets the
+variable empty for them): their own writes reach the notifiers by the stream.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import json
 import logging
 import os
 import threading
+import time
 from typing import Any, Callable
 
 log = logging.getLogger(__name__)
@@ -42,6 +50,12 @@ TARGETS_ENV = "RELAYNET_PUSH_AT_WRITE_TARGETS"
 #: batch would pass it goes in a request of its own, and one that alone passes it is left to the
 #: stream.
 MAX_PAYLOAD_BYTES = 256 * 1024
+#: After a failed Invoke, this process sends none for this long (seconds): a Lambda API that is
+#: down or throttling would otherwise cost every write a timeout, and the stream delivers anyway.
+BREAK_SECONDS = 30.0
+#: One commit's Invokes stop once they have taken this long (seconds); the rest go by the stream.
+COMMIT_BUDGET_SECONDS = 1.0
+
 #: The records' ``eventSourceARN``: the writer does not know the stream's ARN, and no function reads it.
 STREAM_ARN = "push-at-write"
 
@@ -71,7 +85,9 @@ class InvokeAtWrite:
     """The on-commit listener (module docstring). ``targets``: logical id -> the function name or
     alias ARN to invoke; ``invoke``: one asynchronous Invoke (default: a boto3 Lambda client made
     on first use, :func:`lambda_invoker`). Calling it never raises: a failed Invoke is logged and
-    left to the stream. ``sent`` and ``failed`` count requests, for tests and diagnostics."""
+    left to the stream, and opens a breaker: for :data:`BREAK_SECONDS` this process sends none.
+    One commit's Invokes stop after :data:`COMMIT_BUDGET_SECONDS`. ``sent``, ``failed`` and
+    ``skipped`` count payloads, for tests and diagnostics."""
 
     def __init__(self, targets: dict[str, str], *, region: str, invoke: Invoker | None = None):
         from relaynet.stream_targets import SOURCES
@@ -81,14 +97,21 @@ class InvokeAtWrite:
         self.invoke = invoke or lambda_invoker
         self.sent = 0
         self.failed = 0
+        self.skipped = 0  # payloads left to the stream: the breaker was open or the commit's budget spent
+        self._broken_until = 0.0
 
     def __call__(self, images: list[dict[str, Any]]) -> None:
         from relaynet.stream_records import insert_record, wanted
 
         records = [insert_record(image, region=self.region, stream_arn=STREAM_ARN) for image in images]
+        deadline = time.monotonic() + COMMIT_BUDGET_SECONDS
         for logical, name, source in self.targets:
             mine = [r for r in records if wanted(r, source["patterns"])]
             for payload in batches(mine, source["batchSize"]):
+                now = time.monotonic()
+                if now < self._broken_until or now > deadline:
+                    self.skipped += 1
+                    continue
                 self._send(logical, name, payload)
 
     def _send(self, logical: str, name: str, payload: bytes) -> None:
@@ -96,8 +119,9 @@ class InvokeAtWrite:
             self.invoke(name, payload)
         except Exception as exc:  # noqa: BLE001 - the stream delivers these records
             self.failed += 1
-            log.warning("push at the write: Invoke of %s failed (%s: %s); the stream delivers its records",
-                        logical, type(exc).__name__, exc)
+            self._broken_until = time.monotonic() + BREAK_SECONDS
+            log.warning("push at the write: Invoke of %s failed (%s: %s); the stream delivers its records, "
+                        "and this process's for %.0f s", logical, type(exc).__name__, exc, BREAK_SECONDS)
             from relaynet import observability
 
             observability.count("PushAtWriteFailed")
@@ -135,7 +159,7 @@ _client: Any = None
 
 def lambda_client() -> Any:
     """This process's Lambda client, made once on first use (a write that wants a push), with
-    short timeouts: the writer's answer waits for it. ``AWS_ENDPOINT_URL_LAMBDA`` points it at
+    short timeouts and one attempt: the writer's answer waits for it. ``AWS_ENDPOINT_URL_LAMBDA`` points it at
     the local stack's Invoke API (relaynet_local.lambda_api)."""
     global _client
     with _client_lock:
@@ -143,8 +167,11 @@ def lambda_client() -> Any:
             import boto3
             from botocore.config import Config
 
-            _client = boto3.client("lambda", config=Config(
-                connect_timeout=1, read_timeout=2, retries={"mode": "standard", "total_max_attempts": 2},
+            # its own Session: botocore's default one is not safe to share with a thread making
+            # the DynamoDB client (relaynet.store.table.client). One attempt, short timeouts: the
+            # stream is the retry.
+            _client = boto3.session.Session().client("lambda", config=Config(
+                connect_timeout=0.5, read_timeout=1, retries={"mode": "standard", "total_max_attempts": 1},
                 user_agent="relaynet-push-at-write", max_pool_connections=10))
         return _client
 
@@ -185,7 +212,9 @@ def install(environ: Any = None, invoke: Invoker | None = None) -> InvokeAtWrite
     """Listen to this process's commits when ``RELAYNET_PUSH_AT_WRITE_TARGETS`` names targets and
     ``RELAYNET_PUSH_AT_WRITE`` is not false (read from ``environ``, default ``os.environ``);
     replaces an earlier installation. Returns the listener, or None when there is nothing to do.
-    Raises ValueError for a malformed targets value (:func:`parse_targets`)."""
+    Raises ValueError for a malformed targets value (:func:`parse_targets`). relaynet.store.table
+    calls it when it is first imported, so every function that uses the table listens from its
+    init, and no other (health, the UI) loads anything for it."""
     global _installed, _remove
     env = os.environ if environ is None else environ
     uninstall()
@@ -200,9 +229,12 @@ def install(environ: Any = None, invoke: Invoker | None = None) -> InvokeAtWrite
     return listener
 
 
-def uninstall() -> None:
-    """Stop listening (no-op when not installed)."""
+def uninstall(listener: InvokeAtWrite | None = None) -> None:
+    """Stop listening (no-op when not installed); given ``listener``, only if it is the one
+    installed (a local stack removes its own, never another's)."""
     global _installed, _remove
+    if listener is not None and listener is not _installed:
+        return
     if _remove is not None:
         _remove()
     _installed, _remove = None, None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections import Counter
 
@@ -33,8 +34,9 @@ from tests.e2e.test_push_at_write_e2e import SECRET, WAIT, Receiver, _key, _toke
 def stack(request, tmp_path_factory):
     """The demo network on an in-process stack pushing at the write through Lambda's Invoke API;
     ``refused``: that API is shut down once the stack is up. ``stack.streamed`` holds (function,
-    record key) of every record the stream handed over; ``stack.frames`` counts notify frames per
-    (connection, recipient, envelope id)."""
+    record key) of every record the stream handed over; while ``stack.released`` is clear the
+    stream hands nothing over (so in ``invoke`` mode what arrives came by the Invoke);
+    ``stack.frames`` counts notify frames per (connection, recipient, envelope id)."""
     mp = pytest.MonkeyPatch()
     mp.setenv("RELAYNET_LOCAL_PUSH_AT_WRITE", "invoke")
     running = LocalStack(port=0, template=ROOT / "template.yaml", sweep_interval=0.2,
@@ -43,14 +45,17 @@ def stack(request, tmp_path_factory):
         assert running.push_at_write is None and running.lambda_api is not None  # not the in-process path
         pusher = push_at_write.installed()
         assert pusher is not None and {lid for lid, _, _ in pusher.targets} == {
-            "NotifierFunction", "Ag2NotifierFunction", "A2aBridgeFunction"}
+            "NotifierFunction", "Ag2NotifierFunction"}
         if request.param == "refused":
             running.lambda_api._server.shutdown()
             running.lambda_api._server.server_close()
         running.streamed = set()
+        running.released = threading.Event()  # the stream hands nothing over while it is clear
+        running.released.set()
         stream_invoke = running._streams.invoke
 
         def streaming(function, event):
+            assert running.released.wait(WAIT), "the stream was held too long"
             try:
                 return stream_invoke(function, event)
             finally:
@@ -75,7 +80,6 @@ def stack(request, tmp_path_factory):
     finally:
         running.stop()
         mp.undo()
-    assert push_at_write.installed() is None  # the stack took its listener away
 
 
 def _until_streamed(stack, function_id: str, keys) -> None:
@@ -95,12 +99,24 @@ def _until_invoked(stack, function_id: str) -> None:
         time.sleep(0.02)
 
 
-def _check_path(stack, function_id: str, sent_before: int, failed_before: int) -> None:
+def _hold(stack) -> tuple[int, int, int]:
+    """In ``invoke`` mode, hold the stream (so only the Invoke can deliver); the counters before."""
     if stack.mode == "invoke":
-        assert stack.pusher.sent > sent_before and stack.pusher.failed == failed_before
-        assert stack.lambda_api.accepted.get(function_id, 0) >= 1
+        stack.released.clear()
+    return stack.pusher.sent, stack.pusher.failed, sum(stack.lambda_api.accepted.values())
+
+
+def _check_path(stack, before: tuple[int, int, int]) -> None:
+    """The Invoke path ran (``invoke``) or failed (``refused``) for this test's writes; then the
+    stream is released."""
+    sent, failed, accepted = before
+    if stack.mode == "invoke":
+        assert stack.pusher.sent > sent and stack.pusher.failed == failed
+        assert sum(stack.lambda_api.accepted.values()) > accepted
     else:
-        assert stack.pusher.failed > failed_before and stack.pusher.sent == sent_before
+        assert stack.pusher.failed + stack.pusher.skipped > failed and stack.pusher.sent == sent
+        assert sum(stack.lambda_api.accepted.values()) == accepted
+    stack.released.set()
 
 
 def test_every_webhook_arrives_once_whether_the_invoke_works_or_not(stack):
@@ -111,15 +127,18 @@ def test_every_webhook_arrives_once_whether_the_invoke_works_or_not(stack):
                       headers={"Authorization": f"Bearer {_token(stack, 'coder')}"}, timeout=10)
         assert r.status_code == 200, r.text
         coder0 = stack.tokens["networks"]["demo"]["instances"]["coder"][0]["instanceId"]
-        sent_before, failed_before = stack.pusher.sent, stack.pusher.failed
-        sent = [_tool(stack, "network_ask", {"toInstance": coder0, "body": f"ask {i}"},
-                      _token(stack, "planner"))["messageId"] for i in range(8)]
-        got = receiver.take(len(sent), WAIT)
+        before = _hold(stack)
+        try:
+            sent = [_tool(stack, "network_ask", {"toInstance": coder0, "body": f"ask {i}"},
+                          _token(stack, "planner"))["messageId"] for i in range(8)]
+            got = receiver.take(len(sent), WAIT)  # in invoke mode the stream is held: these came by the Invoke
+        finally:
+            stack.released.set()
         assert {p for p, _, _ in got} == {path}
         events = [webhooks.verify(h, b, SECRET) for _, h, b in got]
         assert sorted(e["messageId"] for e in events) == sorted(sent)
         assert len({e["deliveryId"] for e in events}) == len(sent)
-        _check_path(stack, "NotifierFunction", sent_before, failed_before)
+        _check_path(stack, before)
         from relaynet.store import keys as k
         from relaynet.store import table as t
 
@@ -154,10 +173,13 @@ def test_every_ag2_envelope_reaches_each_connection_once_whether_the_invoke_work
             await a.close()
             await b.close()
 
-    sent_before, failed_before = stack.pusher.sent, stack.pusher.failed
-    cid, heard = asyncio.run(asyncio.wait_for(story(), 120))
+    before = _hold(stack)
+    try:
+        cid, heard = asyncio.run(asyncio.wait_for(story(), 120))
+    finally:
+        stack.released.set()
     assert heard == [f"ping {i}" for i in range(3)]
-    _check_path(stack, "Ag2NotifierFunction", sent_before, failed_before)
+    _check_path(stack, before)
     from relaynet.store import channels as channel_store
 
     written = channel_store.envelopes(stack.network_id, cid)

@@ -56,9 +56,14 @@ def test_a_commit_is_offered_to_exactly_the_functions_whose_filters_take_it_and_
     record = to_notifier["Records"][0]
     assert record["eventName"] == "INSERT" and record["awsRegion"] == "eu-west-1"
     assert record["dynamodb"]["Keys"] == {"PK": entry["PK"], "SK": entry["SK"]}
-    assert (pusher.sent, pusher.failed) == (1, 1)
+    assert (pusher.sent, pusher.failed, pusher.skipped) == (1, 1, 0)
     pusher([_image(kind="thread")])  # nothing any filter takes: no request
     assert len(calls) == 2
+    pusher([entry])  # the failure opened the breaker: the stream carries this process's pushes for a while
+    assert len(calls) == 2 and pusher.skipped == 1
+    pusher._broken_until = 0.0  # BREAK_SECONDS later
+    pusher([entry])
+    assert [name for name, _ in calls[2:]] == ["notifier:live"] and pusher.sent == 2
 
 
 records = st.lists(st.integers(min_value=0, max_value=300_000).map(
@@ -102,6 +107,9 @@ def test_the_local_invoke_api_answers_a_boto3_client_as_lambda_does(tmp_path):
         answer = client.invoke(FunctionName="arn:aws:lambda:us-east-1:1:function:NotifierFunction:live",
                                InvocationType="Event", Payload=b'{"Records": []}')
         assert answer["StatusCode"] == 202
+        answer = client.invoke(FunctionName="NotifierFunction", Qualifier="live", InvocationType="Event",
+                               Payload=b'{"Records": []}')
+        assert answer["StatusCode"] == 202
         answer = client.invoke(FunctionName="NotifierFunction", Payload=b'{"a": 1}')
         assert answer["StatusCode"] == 200 and json.loads(answer["Payload"].read()) == {"got": {"a": 1}}
         with pytest.raises(client.exceptions.ResourceNotFoundException):
@@ -116,4 +124,4 @@ def test_the_local_invoke_api_answers_a_boto3_client_as_lambda_does(tmp_path):
         assert "AccessDenied" in str(err.value)
     finally:
         api.stop()  # the accepted invocation has run before its thread ends
-    assert {"Records": []} in ran and api.accepted == {"NotifierFunction": 1} == api.finished
+    assert {"Records": []} in ran and api.accepted == {"NotifierFunction": 2} == api.finished

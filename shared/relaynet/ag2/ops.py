@@ -417,6 +417,17 @@ def _read(net: str, channel_id: str) -> tuple[dict[str, Any], dict[str, Any] | N
     return head, hs, envs
 
 
+def _read_head(net: str, channel_id: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(head, handshake) of one channel, one BatchGetItem whatever its length (:func:`_read`
+    without the envelopes); NotFoundError. A channel past its TTL is expired first and read again."""
+    head, hs = store.head_and_handshake(net, channel_id)
+    if head is not None and head.get("type") in CHANNEL_TYPES and channels.expire_past_ttl(head, clock.now_ms()):
+        head, hs = store.head_and_handshake(net, channel_id)
+    if head is None or head.get("type") not in CHANNEL_TYPES:
+        raise NotFoundError(f"channel not found: {channel_id}")
+    return head, hs
+
+
 def _participant_channel(session: Session, channel_id: str):
     net = _require_net(session)
     head, hs, envs = _read(net, channel_id)
@@ -502,7 +513,9 @@ def op_post_envelope(session: Session, params: dict[str, Any]) -> Any:
         raise ProtocolError(f"malformed envelope: {exc}") from None
     principal = session.principal(env.sender_id)
     net = principal.network_id
-    head, hs, _ = _participant_channel(session, env.channel_id)
+    head, hs = _read_head(net, env.channel_id)
+    if not set(session.bound) & set(channels.names(head)):
+        raise AccessDeniedError(f"no agent bound to this connection participates in channel {env.channel_id}")
     if env.sender_id not in channels.names(head):
         raise ProtocolError(f"channel {env.channel_id!r} only accepts sends from participants, got {env.sender_id!r}")
     if env.event_type in (EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT):
@@ -520,7 +533,7 @@ def op_post_envelope(session: Session, params: dict[str, Any]) -> Any:
     if not isinstance(text, str):
         raise ProtocolError("an ag2.msg.text envelope carries event_data.text, a string")
     sent = _domain(lambda: channels.send(principal, env.channel_id, send, text, audience=env.audience,
-                                         causation_id=env.causation_id))
+                                         causation_id=env.causation_id, head=head, seeding=False))
     return sent["envelope_id"]
 
 

@@ -227,6 +227,14 @@ def handshake(net: str, channel_id: str) -> dict[str, Any] | None:
     return t.get(k.channel_pk(net, channel_id), "AG2")
 
 
+def head_and_handshake(net: str, channel_id: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the channel head, its AG2 handshake record) in one strongly consistent BatchGetItem,
+    however long the channel; either None when absent."""
+    head, hs = k.channel_head(net, channel_id), (k.channel_pk(net, channel_id), "AG2")
+    got = t.batch_get([head, hs])
+    return got.get(head), got.get(hs)
+
+
 def handshakes(net: str, channel_ids: list[str]) -> dict[str, dict[str, Any]]:
     """The handshake records of several channels, by channel id."""
     if not channel_ids:

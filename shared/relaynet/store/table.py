@@ -738,3 +738,18 @@ def _committed(images: list[dict[str, Any]]) -> None:
             listener(images)
         except Exception:  # noqa: BLE001 - the write committed; a listener's failure is not the caller's
             logging.getLogger(__name__).exception("a commit listener failed")
+
+
+# In AWS a write hands its pushes to the notifiers as it commits (relaynet.push_at_write): a no-op
+# unless RELAYNET_PUSH_AT_WRITE_TARGETS is set. A malformed value is left to the settings, which
+# refuse it by name at the cold start (ToolApp loads them), and is logged here.
+def _install_push_at_write() -> None:
+    from relaynet import push_at_write
+
+    try:
+        push_at_write.install()
+    except ValueError as exc:
+        logging.getLogger(__name__).error("push at the write is off: %s", exc)
+
+
+_install_push_at_write()
