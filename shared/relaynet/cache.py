@@ -75,6 +75,10 @@ definitions = TTLCache("definitions")
 #: token hash -> Principal of a live token: what an AG2 connection re-checks on every frame
 #: (relaynet.ag2.ops), so a stopped or restarted instance's connection stops acting within the bound.
 tokens = TTLCache("tokens")
+#: ``(table, network id, channel id) -> {channel_id, type, participants}`` of a channel head: what
+#: the AG2 notifier needs to address an envelope (relaynet.ag2.ops.deliver). A channel's
+#: participants and type never change after it opens, so a cached shape is never wrong.
+channel_shapes = TTLCache("channel_shapes")
 
 
 def drop_network(network_id: str) -> None:
@@ -87,3 +91,4 @@ def clear() -> None:
     representatives.drop()
     definitions.drop()
     tokens.drop()
+    channel_shapes.drop()

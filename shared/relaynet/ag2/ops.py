@@ -955,7 +955,7 @@ def deliver(net: str, channel_id: str, item: dict[str, Any], endpoint_url: str) 
     handshake waits for acks (one more GetItem, for ``opened`` only): the last ack's invocation
     sends it (:func:`_queue_opened`), so invitees get the invite first however soon this runs
     after the write. Returns how many frames were posted."""
-    head = channels.load_channel(net, channel_id)
+    head = _channel_shape(net, channel_id)
     if head.get("type") not in CHANNEL_TYPES:
         return 0
     before = written_before(net, channel_id, item)
@@ -966,6 +966,17 @@ def deliver(net: str, channel_id: str, item: dict[str, Any], endpoint_url: str) 
     session = Session(connection_id="", connection={"network_id": net})
     _queue(session, net, head, notices)
     return flush(session, endpoint_url) if session.outbox else 0
+
+
+def _channel_shape(net: str, channel_id: str) -> dict[str, Any]:
+    """``{channel_id, type, participants}`` of the channel's head, which never change after it
+    opens (relaynet.cache.channel_shapes: a conversation's every envelope reads it once per
+    container and bound, not once each). Raises NotFound for a channel that is not there."""
+    def load() -> dict[str, Any]:
+        head = channels.load_channel(net, channel_id)
+        return {key: head.get(key) for key in ("channel_id", "type", "participants")}
+
+    return cache.channel_shapes.get((settings().table_name, net, channel_id), load)
 
 
 def _invites_pending(net: str, channel_id: str) -> bool:
