@@ -1105,7 +1105,7 @@ def push_at_write_markdown(results: list[tuple[Step, dict[str, Usage]]]) -> str:
             f"per record their filters take: for a webhook pushed, a second notifier run that finds the delivery made "
             f"({dup.requests} DynamoDB requests) and the writer's Invoke, **${second:.2f} per million** (the delivery "
             f"itself: ${before:.2f}); for any other mailbox entry or AG2 envelope (a network without webhooks), one "
-            f"short run, **${quiet:.2f} per million** (modelled: 1 GetItem). `RELAYNET_PUSH_AT_WRITE=false` removes "
+            f"short run, **${quiet:.2f} per million** (modelled: 1 GetItem). `PushAtWrite=Disabled` (`RELAYNET_PUSH_AT_WRITE=false`) removes "
             f"it (the stream alone delivers).")
 
 

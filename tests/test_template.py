@@ -316,6 +316,9 @@ def test_parameters_cover_the_configuration_and_reach_the_environment():
     for param, variable in wanted.items():
         assert param in doc["Parameters"], param
         assert env[variable] == {"Ref": param}, variable
+    assert env["RELAYNET_PUSH_AT_WRITE"] == {"Fn::If": ["PushAtWriteOn", "true", "false"]}
+    assert doc["Conditions"]["PushAtWriteOn"] == {"Fn::Equals": [{"Ref": "PushAtWrite"}, "Enabled"]}
+    assert doc["Parameters"]["PushAtWrite"]["AllowedValues"] == ["Enabled", "Disabled"]
     assert doc["Parameters"]["MaxWaitSeconds"]["MaxValue"] < doc["Globals"]["Function"]["Timeout"] < 30
     assert {"ApiUrl", "TableName"} <= set(doc["Outputs"])
 
