@@ -25,11 +25,11 @@ TOUCH_INTERVAL_MS = 60_000  # a connection's last activity is written at most on
 def handler(event, context):
     ctx = event["requestContext"]
     connection_id = ctx["connectionId"]
-    conn = store.get_connection(connection_id) or {"connection_id": connection_id, "bindings": {}}
-    now = clock.now_ms()
+    body = event.get("body") or ""
+    session = ops.load_session(connection_id, body)  # a post reads its channel in the same request
+    conn, now = session.connection, clock.now_ms()
     if now - int(conn.get("last_ms") or 0) >= TOUCH_INTERVAL_MS and "last_ms" in conn:
         store.touch_connection(connection_id, now)
-    session = ops.Session(connection_id=connection_id, connection=conn)
-    wire.handle(session, event.get("body") or "")
+    wire.handle(session, body)
     ops.flush(session, post.endpoint(ctx))
     return {"statusCode": 200}

@@ -79,6 +79,9 @@ tokens = TTLCache("tokens")
 #: the AG2 notifier needs to address an envelope (relaynet.ag2.ops.deliver). A channel's
 #: participants and type never change after it opens, so a cached shape is never wrong.
 channel_shapes = TTLCache("channel_shapes")
+#: AG2 connection id -> the network it acts in, which never changes once set (relaynet.store.ag2
+#: .bind's condition): lets a frame read its connection and its channel in one request.
+connection_networks = TTLCache("connection_networks")
 
 
 def drop_network(network_id: str) -> None:
@@ -92,3 +95,4 @@ def clear() -> None:
     definitions.drop()
     tokens.drop()
     channel_shapes.drop()
+    connection_networks.drop()

@@ -59,6 +59,15 @@ def get_connection(connection_id: str) -> dict[str, Any] | None:
     return t.get(*_conn_key(connection_id))
 
 
+def connection_and_channel(connection_id: str, net: str, channel_id: str) -> tuple[
+        dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
+    """(the connection item, the channel head, its AG2 handshake) in one strongly consistent
+    BatchGetItem; each None when absent."""
+    keys = [_conn_key(connection_id), k.channel_head(net, channel_id), (k.channel_pk(net, channel_id), "AG2")]
+    got = t.batch_get(keys)
+    return got.get(keys[0]), got.get(keys[1]), got.get(keys[2])
+
+
 def touch_connection(connection_id: str, now_ms: int) -> None:
     """Record a frame's arrival (what the keepalive measures idleness by)."""
     t.update(*_conn_key(connection_id), "SET last_ms = :now, GSI1SK = :sk", condition="attribute_exists(PK)",
