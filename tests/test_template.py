@@ -7,6 +7,7 @@ OpenAPI: tests/test_openapi.py."""
 from __future__ import annotations
 
 import ast
+import graphlib
 import json
 import os
 import re
@@ -552,19 +553,7 @@ def test_the_deployed_template_has_no_circular_dependency():
         depends_on = resource.get("DependsOn") or []
         deps |= set([depends_on] if isinstance(depends_on, str) else depends_on)
         graph[lid] = {d for d in deps if d in resources and d != lid}
-    state: dict[str, int] = {}
-
-    def visit(node, path):
-        state[node] = 1
-        for dep in graph[node]:
-            if state.get(dep) == 1:
-                raise AssertionError("circular dependency: " + " -> ".join(path[path.index(dep):] + [dep])
-                                     if dep in path else f"circular dependency through {dep}")
-            if dep not in state:
-                visit(dep, path + [dep])
-        state[node] = 2
-
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-    for node in graph:
-        if node not in state:
-            visit(node, [node])
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        raise AssertionError("circular dependency: " + " -> ".join(exc.args[1])) from None

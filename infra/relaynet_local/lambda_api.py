@@ -41,7 +41,7 @@ MODE_ENV = "RELAYNET_LOCAL_PUSH_AT_WRITE"
 _PATH = "/2015-03-31/functions/"
 
 
-def wanted() -> bool:
+def enabled() -> bool:
     """Whether this hub runs the AWS push at the write through this API (``MODE_ENV`` is ``invoke``)."""
     import os
 

@@ -78,7 +78,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from relaynet_local import a2a_stream, events, lambda_api, lambdas
+from relaynet_local import a2a_stream, events, lambdas
 from relaynet_local.ag2_ws import INSTALL_HINT as AG2_INSTALL_HINT
 from relaynet_local.ag2_ws import is_wire_function, wire_installed
 from relaynet_local.ag2_ws import MANAGEMENT_PREFIX, Ag2Gateway
@@ -87,6 +87,7 @@ from relaynet_local.ag2_ws import STAGE as AG2_STAGE
 from relaynet_local.authorizer_cache import AuthorizerCache
 from relaynet_local.dynamodb_local import DynamoDBLocal, TransactionBarrier
 from relaynet_local.lambda_api import LambdaApi
+from relaynet_local.lambda_api import enabled as lambda_api_enabled
 from relaynet_local.memory_store import MemoryStore
 from relaynet_local.throttle import RouteThrottle
 from relaynet_local.streams import PushedAtWrite
@@ -605,7 +606,7 @@ class LocalStack:
                 self._streams = StreamRunner(self.template, str(self.dynamodb_endpoint), self.table, self.invoke,
                                              pushed=self.pushed).start()
             on_pushed = self.pushed.add if self.role is None else self._bus.publish_pushed
-            if lambda_api.wanted():  # AWS's push at the write (relaynet.push_at_write) through a local Invoke API
+            if lambda_api_enabled():  # AWS's push at the write (relaynet.push_at_write) through a local Invoke API
                 self._start_lambda_api()
             else:
                 self.push_at_write = WriteNotifier(self.template, self.invoke, on_pushed=on_pushed).start()

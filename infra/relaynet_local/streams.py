@@ -41,7 +41,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from relaynet.stream_records import PatternError, check_pattern, insert_record, matches, wanted
+from relaynet.stream_records import PatternError, check_pattern, insert_record, matches, offered, wanted
 from relaynet_local.template import Function, Template, TemplateError
 
 __all__ = ["StreamRunner", "WriteNotifier", "PushedAtWrite", "StreamSource", "stream_sources", "matches",
@@ -305,13 +305,10 @@ class WriteNotifier:
         return insert_record(image, region=self.region, stream_arn=self.stream_arn)
 
     def _committed(self, images: list[dict[str, Any]]) -> None:
-        records: list[dict[str, Any]] | None = None
-        for source, q in self._queues:
-            if records is None:
-                records = [self.record(image) for image in images]
-            mine = [r for r in records if wanted(r, source.patterns)]
-            if mine:
-                q.put(mine)
+        sources = [(q, source.patterns) for source, q in self._queues]
+        for q, records in offered(images, sources, region=self.region, stream_arn=self.stream_arn):
+            if records:
+                q.put(records)
 
     def _work(self, source: StreamSource, q: queue.SimpleQueue) -> None:
         stopping = False

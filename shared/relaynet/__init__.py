@@ -12,4 +12,3 @@ __version__ = "0.1.0"
 from relaynet import snapstart as _snapstart  # noqa: E402
 
 _snapstart.register()
-

@@ -170,12 +170,12 @@ def _due(channel: dict[str, Any], state: dict[str, Any]) -> int:
 
 def send(principal: Principal, channel_id: str, attempt: Send, content: Any, audience: list[str] | None = None,
          event_type: str = "text", head: dict[str, Any] | None = None,
-         causation_id: str | None = None, seeding: bool | None = None) -> dict[str, Any]:
+         causation_id: str | None = None, seeding: bool = False) -> dict[str, Any]:
     """Post an envelope if the adapter allows it. Returns ``{envelope_id, seq, channel_state,
     next_speaker}``. ``head``: the channel head as the caller just wrote or read it (strongly
     consistent), used instead of reading it for the first attempt (a stale one fails the head's
     condition and is read again). ``seeding``: open's seed, whose abuse limits open checked
-    already (default: whenever ``head`` is given; AG2's wire passes its head with False).
+    already (not checked again).
     ``causation_id``: the envelope this one answers (AG2's wire passes it through; relaynet.ag2.ops).
 
     Raises NotFound, PermissionDenied (non-participant), InvalidArgument (audience or handoff
@@ -183,8 +183,6 @@ def send(principal: Principal, channel_id: str, attempt: Send, content: Any, aud
     RateLimited (a recipient's mailbox is full: relaynet.limits; nothing is written).
     """
     net = principal.network_id
-    if seeding is None:
-        seeding = head is not None  # open's seed: open checked the limits before creating the channel
     for race in range(_MAX_RACES):
         now = clock.now_ms()
         channel = head if head is not None else load_channel(net, channel_id)
@@ -308,7 +306,8 @@ def open_channel(principal: Principal, channel_type: str, targets: list[str], kn
     if message is not None:
         try:
             seeded_out = send(principal, ch_id, Send(sender=principal.agent, tool=a.tool), message,
-                              event_type=seed_type, head=store.as_read(head))  # as a read would return it
+                              event_type=seed_type, head=store.as_read(head),  # as a read would return it
+                              seeding=True)  # open checked the limits before creating the channel
         except Conflict as exc:
             close(principal, ch_id, reason="seed_failed")
             failed = Conflict("seed_failed", f"the channel was opened but its first message was refused "

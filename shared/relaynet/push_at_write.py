@@ -101,13 +101,12 @@ class InvokeAtWrite:
         self._broken_until = 0.0
 
     def __call__(self, images: list[dict[str, Any]]) -> None:
-        from relaynet.stream_records import insert_record, wanted
+        from relaynet.stream_records import offered
 
-        records = [insert_record(image, region=self.region, stream_arn=STREAM_ARN) for image in images]
         deadline = time.monotonic() + COMMIT_BUDGET_SECONDS
-        for logical, name, source in self.targets:
-            mine = [r for r in records if wanted(r, source["patterns"])]
-            for payload in batches(mine, source["batchSize"]):
+        sources = [(target, target[2]["patterns"]) for target in self.targets]
+        for (logical, name, source), records in offered(images, sources, region=self.region, stream_arn=STREAM_ARN):
+            for payload in batches(records, source["batchSize"]):
                 now = time.monotonic()
                 if now < self._broken_until or now > deadline:
                     self.skipped += 1
@@ -210,21 +209,25 @@ _remove: Callable[[], None] | None = None
 
 def install(environ: Any = None, invoke: Invoker | None = None) -> InvokeAtWrite | None:
     """Listen to this process's commits when ``RELAYNET_PUSH_AT_WRITE_TARGETS`` names targets and
-    ``RELAYNET_PUSH_AT_WRITE`` is not false (read from ``environ``, default ``os.environ``);
-    replaces an earlier installation. Returns the listener, or None when there is nothing to do.
-    Raises ValueError for a malformed targets value (:func:`parse_targets`). relaynet.store.table
-    calls it when it is first imported, so every function that uses the table listens from its
-    init, and no other (health, the UI) loads anything for it."""
+    ``RELAYNET_PUSH_AT_WRITE`` is not false (the settings of ``environ``, default the process's:
+    relaynet.config); replaces an earlier installation. Returns the listener, or None when there
+    is nothing to do. Raises relaynet.config.SettingsError (a ValueError naming the variable) for
+    a bad value. relaynet.store.table calls it when it is first imported, so every function that
+    uses the table listens from its init, and no other (health, the UI) loads anything for it."""
     global _installed, _remove
     env = os.environ if environ is None else environ
     uninstall()
-    text = env.get(TARGETS_ENV, "").strip()
-    if not text or env.get("RELAYNET_PUSH_AT_WRITE", "true").strip().lower() in ("0", "false", "no", "off"):
+    if not env.get(TARGETS_ENV, "").strip():
+        return None  # the common case (a client, the local stack's default): no settings read
+    from relaynet.config import Settings, settings
+
+    current = settings() if environ is None else Settings.from_environ(environ)
+    if not current.push_at_write:
         return None
     from relaynet.store import table
 
-    listener = InvokeAtWrite(parse_targets(text), region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
-                             or "us-east-1", invoke=invoke)
+    listener = InvokeAtWrite(parse_targets(current.push_targets), invoke=invoke,
+                             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1")
     _installed, _remove = listener, table.on_commit(listener)
     return listener
 

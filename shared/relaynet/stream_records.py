@@ -20,12 +20,13 @@ import itertools
 import json
 import time
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 #: The table's key attributes: a record's ``Keys`` (relaynet.store.keys).
 KEY_ATTRIBUTES = ("PK", "SK")
 
 _sequence = itertools.count(1)
+K = TypeVar("K")
 
 
 class PatternError(ValueError):
@@ -76,14 +77,38 @@ def wanted(record: dict[str, Any], patterns: list[dict[str, Any]] | tuple[dict[s
     return not patterns or any(matches(p, record) for p in patterns)
 
 
+def _bare(image: dict[str, Any], region: str, stream_arn: str) -> dict[str, Any]:
+    """An INSERT record of ``image`` without what makes each record unique (its ids, time and
+    size): what a filter pattern is tried on."""
+    keys = {name: image[name] for name in KEY_ATTRIBUTES if name in image}
+    return {"eventName": "INSERT", "eventVersion": "1.1", "eventSource": "aws:dynamodb", "awsRegion": region,
+            "eventSourceARN": stream_arn, "dynamodb": {"Keys": keys, "NewImage": image, "StreamViewType": "NEW_IMAGE"}}
+
+
+def _complete(record: dict[str, Any]) -> dict[str, Any]:
+    record["eventID"] = uuid.uuid4().hex
+    body = record["dynamodb"]
+    body.update(ApproximateCreationDateTime=float(int(time.time())), SequenceNumber=f"w{next(_sequence):020d}",
+                SizeBytes=len(json.dumps(body["NewImage"])))
+    return record
+
+
 def insert_record(image: dict[str, Any], *, region: str, stream_arn: str) -> dict[str, Any]:
     """The INSERT record the table's stream carries for a Put of ``image`` (DynamoDB JSON, the
     stream's ``NewImage``), in Lambda's shape. Its ``eventID`` is a fresh UUID and its
     ``SequenceNumber`` ``w<20 digits>`` counts this process's records: the stream's own record of
     the same commit has other ids (consumers key on the image, never on these)."""
-    keys = {name: image[name] for name in KEY_ATTRIBUTES if name in image}
-    return {"eventID": uuid.uuid4().hex, "eventName": "INSERT", "eventVersion": "1.1",
-            "eventSource": "aws:dynamodb", "awsRegion": region, "eventSourceARN": stream_arn,
-            "dynamodb": {"ApproximateCreationDateTime": float(int(time.time())), "Keys": keys,
-                         "NewImage": image, "SequenceNumber": f"w{next(_sequence):020d}",
-                         "SizeBytes": len(json.dumps(image)), "StreamViewType": "NEW_IMAGE"}}
+    return _complete(_bare(image, region, stream_arn))
+
+
+def offered(images: list[dict[str, Any]], sources: list[tuple[K, Any]], *, region: str,
+            stream_arn: str) -> list[tuple[K, list[dict[str, Any]]]]:
+    """For each ``(key, filter patterns)`` of ``sources``, in order, the INSERT records
+    (:func:`insert_record`) of the Put ``images`` its patterns take, in commit order. A record is
+    built whole once, and only when some source takes it (a commit no function wants costs no
+    UUID and no JSON encoding); sources that take the same image share its record."""
+    bare = [_bare(image, region, stream_arn) for image in images]
+    taken = [(key, [r for r in bare if wanted(r, patterns)]) for key, patterns in sources]
+    for record in {id(r): r for _, records in taken for r in records}.values():
+        _complete(record)
+    return taken

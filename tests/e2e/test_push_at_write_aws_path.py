@@ -10,10 +10,8 @@ and envelope)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
-from collections import Counter
 
 import httpx
 import pytest
@@ -27,7 +25,8 @@ from ag2.network.envelope import EV_TEXT  # noqa: E402
 from relaynet import push_at_write, webhooks  # noqa: E402
 from relaynet_local.server import LocalStack  # noqa: E402
 from tests.conftest import DEMO_SPEC, ROOT  # noqa: E402
-from tests.e2e.test_push_at_write_e2e import SECRET, WAIT, Receiver, _key, _token, _tool  # noqa: E402
+from tests.e2e.test_push_at_write_e2e import (  # noqa: E402
+    SECRET, WAIT, Receiver, _key, _token, _tool, count_notify_frames)
 
 
 @pytest.fixture(scope="module", params=["invoke", "refused"])
@@ -47,8 +46,7 @@ def stack(request, tmp_path_factory):
         assert pusher is not None and {lid for lid, _, _ in pusher.targets} == {
             "NotifierFunction", "Ag2NotifierFunction"}
         if request.param == "refused":
-            running.lambda_api._server.shutdown()
-            running.lambda_api._server.server_close()
+            running.lambda_api.stop()  # its port now refuses connections
         running.streamed = set()
         running.released = threading.Event()  # the stream hands nothing over while it is clear
         running.released.set()
@@ -64,17 +62,7 @@ def stack(request, tmp_path_factory):
         running._streams.invoke = streaming
         running.tokens = running.apply_spec(DEMO_SPEC)
         running.network_id = running.tokens["networks"]["demo"]["networkId"]
-        running.frames = Counter()
-        manage = running.ag2.manage
-
-        def counting(method: str, connection_id: str, body: bytes):
-            if method == "POST":
-                frame = json.loads(body)
-                if frame.get("kind") == "notify":
-                    running.frames[(connection_id, frame.get("recipient_id"), frame["envelope"]["envelope_id"])] += 1
-            return manage(method, connection_id, body)
-
-        running.ag2.manage = counting
+        count_notify_frames(running)
         running.mode, running.pusher = request.param, pusher
         yield running
     finally:

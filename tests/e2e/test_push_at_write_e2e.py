@@ -140,23 +140,28 @@ def stack(request, tmp_path_factory):
         running.pushed.take = taking
         running.tokens = running.apply_spec(DEMO_SPEC)
         running.network_id = running.tokens["networks"]["demo"]["networkId"]
-        running.frames = Counter()
-        manage = running.ag2.manage
-
-        def counting(method: str, connection_id: str, body: bytes):
-            if method == "POST":
-                frame = json.loads(body)
-                if frame.get("kind") == "notify":
-                    running.frames[(connection_id, frame.get("recipient_id"),
-                                    frame["envelope"]["envelope_id"])] += 1
-            return manage(method, connection_id, body)
-
-        running.ag2.manage = counting
+        count_notify_frames(running)
         running.mode = request.param
         yield running
     finally:
         running.stop()
         mp.undo()
+
+
+def count_notify_frames(stack) -> None:
+    """Count in ``stack.frames`` the notify frames its AG2 management API posts, per
+    (connection, recipient, envelope id)."""
+    stack.frames = Counter()
+    manage = stack.ag2.manage
+
+    def counting(method: str, connection_id: str, body: bytes):
+        if method == "POST":
+            frame = json.loads(body)
+            if frame.get("kind") == "notify":
+                stack.frames[(connection_id, frame.get("recipient_id"), frame["envelope"]["envelope_id"])] += 1
+        return manage(method, connection_id, body)
+
+    stack.ag2.manage = counting
 
 
 def _token(stack, agent: str, n: int = 0) -> str:

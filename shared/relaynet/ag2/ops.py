@@ -468,11 +468,15 @@ def _read_head(net: str, channel_id: str, session: "Session | None" = None) -> t
     return head, hs
 
 
-def _participant_channel(session: Session, channel_id: str):
-    net = _require_net(session)
-    head, hs, envs = _read(net, channel_id)
+def _check_participant(session: Session, head: dict[str, Any]) -> None:
+    """AccessDeniedError unless an agent bound to this connection participates in the channel."""
     if not set(session.bound) & set(channels.names(head)):
-        raise AccessDeniedError(f"no agent bound to this connection participates in channel {channel_id}")
+        raise AccessDeniedError(f"no agent bound to this connection participates in channel {head['channel_id']}")
+
+
+def _participant_channel(session: Session, channel_id: str):
+    head, hs, envs = _read(_require_net(session), channel_id)
+    _check_participant(session, head)
     return head, hs, envs
 
 
@@ -554,8 +558,7 @@ def op_post_envelope(session: Session, params: dict[str, Any]) -> Any:
     principal = session.principal(env.sender_id)
     net = principal.network_id
     head, hs = _read_head(net, env.channel_id, session)
-    if not set(session.bound) & set(channels.names(head)):
-        raise AccessDeniedError(f"no agent bound to this connection participates in channel {env.channel_id}")
+    _check_participant(session, head)
     if env.sender_id not in channels.names(head):
         raise ProtocolError(f"channel {env.channel_id!r} only accepts sends from participants, got {env.sender_id!r}")
     if env.event_type in (EV_CHANNEL_INVITE_ACK, EV_CHANNEL_INVITE_REJECT):
@@ -573,7 +576,7 @@ def op_post_envelope(session: Session, params: dict[str, Any]) -> Any:
     if not isinstance(text, str):
         raise ProtocolError("an ag2.msg.text envelope carries event_data.text, a string")
     sent = _domain(lambda: channels.send(principal, env.channel_id, send, text, audience=env.audience,
-                                         causation_id=env.causation_id, head=head, seeding=False))
+                                         causation_id=env.causation_id, head=head))
     return sent["envelope_id"]
 
 

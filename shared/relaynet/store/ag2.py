@@ -63,7 +63,7 @@ def connection_and_channel(connection_id: str, net: str, channel_id: str) -> tup
         dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
     """(the connection item, the channel head, its AG2 handshake) in one strongly consistent
     BatchGetItem; each None when absent."""
-    keys = [_conn_key(connection_id), k.channel_head(net, channel_id), (k.channel_pk(net, channel_id), "AG2")]
+    keys = [_conn_key(connection_id), *_head_keys(net, channel_id)]
     got = t.batch_get(keys)
     return got.get(keys[0]), got.get(keys[1]), got.get(keys[2])
 
@@ -231,17 +231,22 @@ def end_handshake(net: str, channel_id: str) -> bool:
                          condition="size(pending_acks) > :zero", none=[], zero=0))
 
 
+def _head_keys(net: str, channel_id: str) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The keys of a channel's head and of its AG2 handshake record."""
+    return k.channel_head(net, channel_id), (k.channel_pk(net, channel_id), "AG2")
+
+
 def handshake(net: str, channel_id: str) -> dict[str, Any] | None:
     """The channel's AG2 handshake record, or None (a channel opened by the HTTP tools)."""
-    return t.get(k.channel_pk(net, channel_id), "AG2")
+    return t.get(*_head_keys(net, channel_id)[1])
 
 
 def head_and_handshake(net: str, channel_id: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the channel head, its AG2 handshake record) in one strongly consistent BatchGetItem,
     however long the channel; either None when absent."""
-    head, hs = k.channel_head(net, channel_id), (k.channel_pk(net, channel_id), "AG2")
-    got = t.batch_get([head, hs])
-    return got.get(head), got.get(hs)
+    keys = _head_keys(net, channel_id)
+    got = t.batch_get(keys)
+    return got.get(keys[0]), got.get(keys[1])
 
 
 def handshakes(net: str, channel_ids: list[str]) -> dict[str, dict[str, Any]]:
