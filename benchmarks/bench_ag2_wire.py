@@ -44,7 +44,7 @@ def _start(tmp: Path, spec: Path | None = None, port: int | None = None) -> tupl
     env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL_DYNAMODB"}
     proc = subprocess.Popen([str(Path(sys.executable).with_name("relaynet")), "serve", "--port", str(port), "--spec",
                              str(spec or ROOT / "examples" / "demo-network.yaml"), "--tokens-out", str(tokens),
-                             "--template", str(ROOT / "template.yaml")], cwd=tmp, env=env,
+                             "--template", str(ROOT / "template.yaml"), *os.environ.get("BENCH_SERVE_ARGS", "").split()], cwd=tmp, env=env,
                             stdout=subprocess.DEVNULL, stderr=open(tmp / "serve.log", "ab"))
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
@@ -94,10 +94,12 @@ async def _consults(url: str, tokens: dict, n: int) -> dict[str, list[float]]:
     return phases
 
 
-async def _rounds(url: str, tokens: dict, n: int) -> dict[str, list[float]]:
+async def _rounds(url: str, tokens: dict, n: int, cpu: Any = None) -> dict[str, list[float]]:
     """Issue 26's figure: one conversation channel between two humans, then ``n`` rounds, each:
     alice sends, bob receives it and replies, alice receives the reply (ms per round; the
-    channel's open, with its invite and ack, measured once per run and reported as ``open``)."""
+    channel's open, with its invite and ack, measured once per run and reported as ``open``).
+    ``cpu()``: the hub's and its store's CPU ms so far; their use over the rounds goes into
+    ``cpu_per_round`` as ``[hub, store]`` ms per round (less noisy than the wall time here)."""
     from ag2.network import AuthBlock, HubClient, Passport, WsLink
     from ag2.network.envelope import EV_TEXT
 
@@ -116,6 +118,7 @@ async def _rounds(url: str, tokens: dict, n: int) -> dict[str, list[float]]:
             channel = await alice.open(type="conversation", target="reviewer")
             out["open"].append((time.perf_counter() - t0) * 1000)
         cid = channel.channel_id
+        before = cpu() if cpu else None
         for i in range(n):
             t0 = time.perf_counter()
             await alice.send(cid, f"ping {i}")
@@ -125,6 +128,9 @@ async def _rounds(url: str, tokens: dict, n: int) -> dict[str, list[float]]:
             await alice.wait_for_channel_event(channel_id=cid, predicate=lambda e, i=i: e.event_type == EV_TEXT
                                                and e.event_data.get("text") == f"pong {i}", timeout=30)
             out["round trip"].append((time.perf_counter() - t0) * 1000)
+        if before is not None:
+            after = cpu()
+            out["cpu_per_round"] = [(after[0] - before[0]) / n, (after[1] - before[1]) / n]
     finally:
         await a.close()
         await b.close()
@@ -309,16 +315,30 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         proc, url, tokens = _start(Path(tmp))
         try:
-            phases = asyncio.run(asyncio.wait_for((_rounds if rounds else _consults)(url, tokens, n), 600))
+            if rounds:
+                from bench_local_store import _cpu_ms, _worker_pids
+
+                store_pid = int(json.loads((Path(tmp) / ".relaynet" / "local.json").read_text()).get("storePid") or 0)
+                hub_pids = [proc.pid, *_worker_pids(proc.pid)]
+
+                def cpu() -> tuple[float, float]:
+                    return sum(_cpu_ms(pid) for pid in hub_pids), _cpu_ms(store_pid)
+
+                phases = asyncio.run(asyncio.wait_for(_rounds(url, tokens, n, cpu), 600))
+            else:
+                phases = asyncio.run(asyncio.wait_for(_consults(url, tokens, n), 600))
         finally:
             proc.terminate()
             proc.wait(timeout=20)
     push = "on" if os.environ.get("RELAYNET_PUSH_AT_WRITE", "true").lower() not in ("0", "false", "no") else "off"
     print(f"AG2 wire on the local stack, {n} {'rounds' if rounds else 'consults'} (ms; push at the write {push}): "
           f"phase | p50 | p90 | p99 | max")
+    per_round = phases.pop("cpu_per_round", None)
     for name, values in phases.items():
         q = statistics.quantiles(values, n=100, method="inclusive") if len(values) > 1 else [values[0]] * 99
         print(f"  {name:17s} | {q[49]:7.1f} | {q[89]:7.1f} | {q[98]:7.1f} | {max(values):7.1f}")
+    if per_round:
+        print(f"  CPU per round: hub {per_round[0]:.1f} ms, DynamoDB Local {per_round[1]:.1f} ms")
     return 0
 
 

@@ -334,8 +334,9 @@ class TransactionBarrier:
     acknowledged.
 
     :meth:`install` hooks boto3's default session (``after-call.dynamodb``: an answered
-    TransactWriteItems leaves the thread unsettled, any other answered request settles it), so it
-    applies to every client created afterwards in this process (the local stack drops the cached
+    TransactWriteItems leaves the thread unsettled, any other answered request settles it; and
+    ``before-call.apigatewaymanagementapi``: a postToConnection, the AG2 wire's answer, is sent only
+    after the thread is settled), so it applies to every client created afterwards in this process (the local stack drops the cached
     client when it starts). Per thread: each HTTP request runs in its own thread.
     """
 
@@ -366,13 +367,22 @@ class TransactionBarrier:
         self._session = boto3.DEFAULT_SESSION
         self._session.events.register("after-call.dynamodb", self._seen,
                                       unique_id="relaynet-local-transaction-barrier")
+        self._session.events.register("before-call.apigatewaymanagementapi", self._answering,
+                                      unique_id="relaynet-local-transaction-barrier-post")
         return self
+
+    def _answering(self, **_: Any) -> None:
+        # An AG2 wire function answers by postToConnection from inside the handler (relaynet.ag2.ops.flush),
+        # before the stack's settle after it: the answer leaves only once its transaction is committed.
+        self.settle()
 
     def uninstall(self) -> None:
         """Stop watching (the hook is removed from the default session)."""
         if self._session is not None:
             self._session.events.unregister("after-call.dynamodb",
                                             unique_id="relaynet-local-transaction-barrier")
+            self._session.events.unregister("before-call.apigatewaymanagementapi",
+                                            unique_id="relaynet-local-transaction-barrier-post")
             self._session = None
 
     def client(self) -> Any:

@@ -588,6 +588,7 @@ class LocalStack:
                 management = self._join_processes()
             self._saved_env.setdefault("RELAYNET_AG2_MANAGEMENT_URL", os.environ.get("RELAYNET_AG2_MANAGEMENT_URL"))
             os.environ["RELAYNET_AG2_MANAGEMENT_URL"] = management
+            self.ag2.serve_in_process(management)
             if not os.environ.get("RELAYNET_PUBLIC_URL"):  # where A2A remotes post notifications (13.4)
                 self._saved_env.setdefault("RELAYNET_PUBLIC_URL", os.environ.get("RELAYNET_PUBLIC_URL"))
                 os.environ["RELAYNET_PUBLIC_URL"] = self.url

@@ -187,6 +187,45 @@ def test_ag2_connection_ids_name_their_process():
         gateway.stop()
 
 
+def test_a_post_to_this_process_management_api_is_served_in_process():
+    """relaynet.ag2.post's postToConnection to the URL this process serves reaches the gateway's
+    socket without an HTTP request (the URL's port is bound and never listening: a request
+    would be refused); an unknown connection is Gone, as over HTTP; a stopped gateway no
+    longer answers, so the call goes to the network (and is refused there)."""
+    import socket
+
+    from botocore.exceptions import EndpointConnectionError
+
+    from relaynet.ag2 import post
+
+    class Socket:  # the websockets connection the gateway holds: what it was sent
+        def __init__(self):
+            self.sent = []
+
+        def send(self, text):
+            self.sent.append(text)
+
+    with socket.socket() as dead:
+        dead.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{dead.getsockname()[1]}/ag2"
+        gateway = Ag2Gateway({"Resources": {}}, lambda *_: None)
+        held = Socket()
+        cid = base64.b64encode(b"\x00+/=" + b"\x03" * 6).decode()  # quoted in the URL: + / =
+        gateway.connections[cid] = held
+        gateway.serve_in_process(url)
+        try:
+            post.post(url, cid, b'{"kind":"notify"}')
+            assert held.sent == ['{"kind":"notify"}']
+            with pytest.raises(post.Gone):
+                post.post(url, base64.b64encode(b"\x00" + b"\x04" * 9).decode(), b"{}")
+        finally:
+            gateway.stop()
+        with pytest.raises(EndpointConnectionError):
+            post.post(url, cid, b"{}")
+        assert held.sent == ['{"kind":"notify"}']
+        post.close_clients()
+
+
 def test_a_peer_address_is_read_once_and_again_on_request(tmp_path):
     shared = Shared(tmp_path)
     assert shared.peer_url(1) is None

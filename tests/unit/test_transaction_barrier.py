@@ -102,6 +102,44 @@ def test_the_barrier_is_per_thread(barrier):
     assert barrier.barriers_sent == 1
 
 
+def test_an_ag2_answer_posted_after_a_transaction_leaves_only_once_it_is_settled(barrier):
+    """The AG2 wire answers from inside its handler (postToConnection, relaynet.ag2.ops.flush),
+    before the stack's settle after the handler: the barrier's GetItem goes before that post, and
+    the settle after it then sends none. A post with nothing unsettled sends no barrier."""
+    import http.server
+
+    import boto3
+
+    seen: list[tuple[str, int]] = []
+
+    class Management(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen.append((self.path, barrier.barriers_sent))
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Management)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        management = boto3.client("apigatewaymanagementapi", region_name="us-east-1",
+                                  endpoint_url=f"http://127.0.0.1:{server.server_address[1]}/ag2",
+                                  aws_access_key_id="local", aws_secret_access_key="local")
+        _transaction("answered")
+        management.post_to_connection(ConnectionId="c1", Data=b"{}")
+        barrier.settle()
+        management.post_to_connection(ConnectionId="c2", Data=b"{}")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == [("/ag2/@connections/c1", 1), ("/ag2/@connections/c2", 1)]
+    assert barrier.barriers_sent == 1
+
+
 def test_a_cold_burst_of_threads_makes_one_client_each_and_every_call_is_served(barrier):
     """The local stack serves a burst of first calls at once (issue 31: 32 claims at a start).
     The hub's client and the barrier's are each made once, whatever the number of threads
