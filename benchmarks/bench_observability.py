@@ -1,5 +1,5 @@
 """What observability costs a tool call (relaynet.observability): the Lambda-level wrapping
-(inject_lambda_context, log_metrics, the per-request keys and the one "request" log line) around
+(inject_lambda_context, the one metrics flush, the per-request keys and the one "request" log line) around
 a handler that does nothing, and a call that also counts one EMF metric. Not a test.
 
 Run: ``.venv/bin/python benchmarks/bench_observability.py [--calls 5000]``.
@@ -56,9 +56,9 @@ def main() -> None:
         return {"statusCode": 409}
 
     rows = [("bare handler", bare, None)]
-    rows.append(("instrumented, WARNING", observability.instrument(bare, name="network_whoami", tool=True), "WARNING"))
-    rows.append(("instrumented, INFO", observability.instrument(bare, name="network_whoami", tool=True), "INFO"))
-    rows.append(("INFO + one metric", observability.instrument(counting, name="network_claim", tool=True), "INFO"))
+    rows.append(("instrumented, WARNING", observability.instrument(bare, name="network_whoami", source="http"), "WARNING"))
+    rows.append(("instrumented, INFO", observability.instrument(bare, name="network_whoami", source="http"), "INFO"))
+    rows.append(("INFO + one metric", observability.instrument(counting, name="network_claim", source="http"), "INFO"))
     print(f"{'case':<24} {'us/call':>9}")
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         results = []

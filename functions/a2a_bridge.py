@@ -36,4 +36,4 @@ def run(event, context):
     return stats if records is None else {"batchItemFailures": []}
 
 
-handler = table.declares(DYNAMODB_ACTIONS, "a2a_bridge")(observability.instrument(run, name="a2a_bridge"))
+handler = table.declares(DYNAMODB_ACTIONS, "a2a_bridge")(observability.instrument(run, name="a2a_bridge", source="schedule"))

@@ -9,4 +9,4 @@ from relaynet.store import table
 # the network's name item and agent item (GetItem), the directory partition (Query).
 DYNAMODB_ACTIONS = ("GetItem", "Query")
 
-handler = table.declares(DYNAMODB_ACTIONS, "a2a_card")(observability.instrument(a2a.cards, name="a2a_card", tool=True))
+handler = table.declares(DYNAMODB_ACTIONS, "a2a_card")(observability.instrument(a2a.cards, name="a2a_card", source="http"))

@@ -12,4 +12,4 @@ from relaynet.store import table
 # the remote record (GetItem) and the push receipt (PutItem).
 DYNAMODB_ACTIONS = ("GetItem", "PutItem")
 
-handler = table.declares(DYNAMODB_ACTIONS, "a2a_push_in")(observability.instrument(a2a.push_in, name="a2a_push_in", tool=True))
+handler = table.declares(DYNAMODB_ACTIONS, "a2a_push_in")(observability.instrument(a2a.push_in, name="a2a_push_in", source="http"))

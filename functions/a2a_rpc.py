@@ -11,4 +11,4 @@ from relaynet.store import table
 # delegate, ask and cancel as the worker tools do, and the idempotency record of SendMessage.
 DYNAMODB_ACTIONS = ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem")
 
-handler = table.declares(DYNAMODB_ACTIONS, "a2a_rpc")(observability.instrument(a2a.rpc, name="a2a_rpc", tool=True))
+handler = table.declares(DYNAMODB_ACTIONS, "a2a_rpc")(observability.instrument(a2a.rpc, name="a2a_rpc", source="http"))

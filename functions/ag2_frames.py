@@ -2,15 +2,12 @@
 ``ping`` by ``$request.body.kind``, and ``$default``): relaynet.ag2.wire decodes and dispatches
 it to relaynet.ag2.ops, and the answers leave by postToConnection (docs/protocol.md 12)."""
 
-from aws_lambda_powertools import Logger
-
-from relaynet import clock
+from relaynet import clock, observability
 from relaynet.ag2 import ops, post
 from relaynet.ag2.wire import Wire
 from relaynet.store import ag2 as store
 from relaynet.store import table
 
-logger = Logger()  # the service from POWERTOOLS_SERVICE_NAME (the template sets relaynet)
 wire = Wire(ops.OPS, ops.hello, ops.receipt, ops.DEFERRED)
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these).
@@ -21,8 +18,7 @@ DYNAMODB_ACTIONS = ("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem",
 TOUCH_INTERVAL_MS = 60_000  # a connection's last activity is written at most once a minute
 
 
-@table.declares(DYNAMODB_ACTIONS, "ag2_frames")
-def handler(event, context):
+def run(event, context):
     ctx = event["requestContext"]
     connection_id = ctx["connectionId"]
     body = event.get("body") or ""
@@ -31,5 +27,9 @@ def handler(event, context):
     if now - int(conn.get("last_ms") or 0) >= TOUCH_INTERVAL_MS and "last_ms" in conn:
         store.touch_connection(connection_id, now)
     wire.handle(session, body)
+    observability.bind(network=session.network_id)  # on the closing line, once a hello bound it
     ops.flush(session, post.endpoint(ctx))
     return {"statusCode": 200}
+
+
+handler = table.declares(DYNAMODB_ACTIONS, "ag2_frames")(observability.instrument(run, name="ag2_frames", source="websocket"))

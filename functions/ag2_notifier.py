@@ -2,15 +2,14 @@
 each envelope is sent as a ``notify`` frame to its recipients connected over AG2, whichever
 surface wrote it (an AG2 client, ``say`` over HTTP, the MCP bridge, the sweep's closes)."""
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 
+from relaynet import observability
 from relaynet.ag2 import ops, post
 from relaynet.store import ag2 as store
 from relaynet.store import table
 
-logger = Logger()  # the service from POWERTOOLS_SERVICE_NAME (the template sets relaynet)
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these):
@@ -30,6 +29,8 @@ def record_handler(record: DynamoDBRecord) -> None:
     ops.deliver(where[0], where[1], item, post.endpoint())
 
 
-@table.declares(DYNAMODB_ACTIONS, "ag2_notifier")
-def handler(event, context):
+def run(event, context):
     return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+
+
+handler = table.declares(DYNAMODB_ACTIONS, "ag2_notifier")(observability.instrument(run, name="ag2_notifier", source="stream"))

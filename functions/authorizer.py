@@ -4,8 +4,13 @@ It maps the bearer token's hash to its principal and hands it on in the request 
 unknown token is still authorised with an anonymous context, so the tool handler answers 401 with
 the protocol's error envelope (API Gateway's own 403 for ``isAuthorized: false`` would carry
 neither the right status nor the envelope). Handlers trust only this context.
+
+Each invocation logs one ``"authorize"`` line (relaynet.observability) with the correlation id of
+the request it authorises and the caller's ``network``, ``caller`` and ``agent`` (none for an
+unknown token); never the token.
 """
 
+from relaynet import observability
 from relaynet.identity import authorize, bearer
 from relaynet.store import table
 
@@ -14,9 +19,12 @@ from relaynet.store import table
 DYNAMODB_ACTIONS = ("GetItem",)
 
 
-@table.declares(DYNAMODB_ACTIONS, "authorizer")
-def handler(event, context):
+def run(event, context):
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     token = bearer(headers.get("authorization") or next(iter(event.get("identitySource") or []), None))
     principal = authorize(token)
+    observability.bind_caller(principal)
     return {"isAuthorized": True, "context": principal.context() if principal else {"kind": "anonymous"}}
+
+
+handler = table.declares(DYNAMODB_ACTIONS, "authorizer")(observability.instrument(run, name="authorizer", source="authorizer"))

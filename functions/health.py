@@ -8,12 +8,16 @@
 import json
 import os
 
-from relaynet import __version__
+from relaynet import __version__, observability
 
 # No DynamoDB access: its function has no policy in template.yaml.
 DYNAMODB_ACTIONS = ()
 
 
-def handler(event, context):
+def run(event, context):
     body = {"status": "ok", "version": __version__, "store": os.environ.get("RELAYNET_STORE", "dynamodb")}
     return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+
+
+# trace=False: no store call to trace, and no settings to load (relaynet.observability.instrument)
+handler = observability.instrument(run, name="health", source="http", trace=False)

@@ -37,4 +37,4 @@ def run(event, context):
     return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
 
 
-handler = table.declares(DYNAMODB_ACTIONS, "notifier")(observability.instrument(run, name="notifier"))
+handler = table.declares(DYNAMODB_ACTIONS, "notifier")(observability.instrument(run, name="notifier", source="stream"))

@@ -2,11 +2,16 @@
 
 import json
 
+from relaynet import observability
 from relaynet.http.openapi import document
 
 # No DynamoDB access: its function has no policy in template.yaml.
 DYNAMODB_ACTIONS = ()
 
 
-def handler(event, context):
+def run(event, context):
     return {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": json.dumps(document())}
+
+
+# trace=False: no store call to trace, and no settings to load (relaynet.observability.instrument)
+handler = observability.instrument(run, name="openapi", source="http", trace=False)

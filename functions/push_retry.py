@@ -28,4 +28,4 @@ def run(event, context):
     return {**stats, "a2a": a2a}
 
 
-handler = table.declares(DYNAMODB_ACTIONS, "push_retry")(observability.instrument(run, name="push_retry"))
+handler = table.declares(DYNAMODB_ACTIONS, "push_retry")(observability.instrument(run, name="push_retry", source="schedule"))

@@ -20,4 +20,4 @@ def run(event, context):
     return stats
 
 
-handler = table.declares(DYNAMODB_ACTIONS, "sweep")(observability.instrument(run, name="sweep"))
+handler = table.declares(DYNAMODB_ACTIONS, "sweep")(observability.instrument(run, name="sweep", source="schedule"))

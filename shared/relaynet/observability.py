@@ -1,15 +1,21 @@
 """Logging, metrics and tracing of every Lambda entry point (powertools), configured once here.
 
 Owns the service's one powertools :data:`logger` (domain modules take ``Logger(child=True)``),
-the one-line-per-request log of a tool call (:func:`log_request`), the EMF :data:`metrics` and
-:func:`count`, and the optional tracer (:func:`traced`, :func:`tracer`). docs/architecture.md
-("Observability") lists what is logged and measured and how to query it.
+the wrapper every Lambda entry point in functions/ goes through (:func:`instrument`; a test fails
+on a handler that does not), each invocation's log keys and closing line (:func:`log_request`),
+the EMF :data:`metrics` and :func:`count`, and the optional tracer (:func:`traced`,
+:func:`tracer`). docs/architecture.md ("Observability") lists what is logged and measured and how
+to query it.
 
 - **Logs**: JSON lines from the powertools Logger; the service name comes from
   ``POWERTOOLS_SERVICE_NAME`` and the level from ``POWERTOOLS_LOG_LEVEL`` (template.yaml sets
-  both). A tool call adds ``tool``, ``network``, ``caller``, ``agent`` and ``correlation_id`` (API
-  Gateway's request id, ``correlation_paths.API_GATEWAY_HTTP``) to every line it logs, and ends
-  with one ``"request"`` line holding those keys plus ``status`` and ``latency_ms``.
+  both). Every line an invocation logs carries its ``correlation_id`` where its event has one
+  (:data:`CORRELATION_PATHS`: API Gateway's request id for an HTTP route, the authorizer and a
+  WebSocket route; the EventBridge event's id for a schedule) and ``function_request_id``. A tool
+  call adds ``tool``, ``network``, ``caller`` and ``agent`` and ends with one ``"request"`` line
+  holding those keys plus ``status`` and ``latency_ms``; the authorizer adds the caller's keys
+  and ends with one ``"authorize"`` line; a WebSocket route adds ``function``,
+  ``connection_id`` and ``route`` and ends with one ``"request"`` line.
   The per-request keys are powertools' *thread-safe* keys: a Lambda process serves one request
   at a time, but the local stack serves every function from one process, one thread per
   connection, and the shared formatter's plain keys would mix concurrent requests.
@@ -36,8 +42,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.middleware_factory import lambda_handler_decorator
-
-from relaynet.config import settings
+from aws_lambda_powertools.utilities import jmespath_utils
 
 #: The service's logger: name and level from POWERTOOLS_SERVICE_NAME / POWERTOOLS_LOG_LEVEL.
 logger = Logger()
@@ -77,7 +82,11 @@ def count(name: str, value: float = 1, **metadata: Any) -> None:
     metric there, and powertools prints its set to stdout once 100 values pile up.
     """
     pending = _pending.get()
-    if pending is None or not settings().metrics:
+    if pending is None:
+        return
+    from relaynet.config import settings  # here: health, openapi and ui never load the settings
+
+    if not settings().metrics:
         return
     pending.append((name, value, metadata))
 
@@ -109,9 +118,39 @@ def count_outcomes(prefix: str, stats: dict[str, Any]) -> None:
             count(prefix + "".join(part.capitalize() for part in key.split("_")), value)
 
 
-def correlation_id(event: dict[str, Any]) -> str | None:
-    """API Gateway's request id of an HTTP API event (``correlation_paths.API_GATEWAY_HTTP``)."""
-    return (event.get("requestContext") or {}).get("requestId")
+#: Where each kind of event an entry point takes holds its correlation id: a JMESPath, as
+#: powertools' ``correlation_paths`` name them, by the ``source`` given to :func:`instrument`;
+#: None when the event has none.
+CORRELATION_PATHS: dict[str, str | None] = {
+    # an HTTP API route (payload 2.0): API Gateway's request id, the apigw-requestid header clients see
+    "http": correlation_paths.API_GATEWAY_HTTP,
+    # the HTTP API's Lambda authorizer (payload 2.0 REQUEST event): the id of the request it
+    # authorises, so one filter finds the authorizer's line and the tool's
+    "authorizer": correlation_paths.API_GATEWAY_HTTP,
+    # a WebSocket API route ($connect, $disconnect, a message): the id of that one event
+    "websocket": correlation_paths.API_GATEWAY_REST,
+    # an EventBridge schedule: the event's id
+    "schedule": correlation_paths.EVENT_BRIDGE,
+    # a DynamoDB stream batch (or its records handed over at the write): each record has its own
+    # eventID, the batch none
+    "stream": None,
+}
+
+#: The one line each source's invocation ends with (:func:`log_request`); None: no closing line
+#: (a schedule or a stream batch logs its outcomes itself when it did anything, and an error).
+CLOSING_LINES: dict[str, str | None] = {
+    "http": "request", "websocket": "request", "authorizer": "authorize", "schedule": None, "stream": None}
+
+
+def correlation_id(event: Any, source: str = "http") -> str | None:
+    """The correlation id of ``event``, an event of ``source`` (:data:`CORRELATION_PATHS`), or
+    None when that kind of event has none or this one lacks it. Raises KeyError for an unknown
+    ``source``."""
+    path = CORRELATION_PATHS[source]
+    if path is None or not isinstance(event, dict):
+        return None
+    found = jmespath_utils.query(envelope=path, data=event)
+    return found if isinstance(found, str) else None
 
 
 def bind(**keys: Any) -> None:
@@ -119,44 +158,98 @@ def bind(**keys: Any) -> None:
     logger.thread_safe_append_keys(**{k: v for k, v in keys.items() if v is not None})
 
 
-@lambda_handler_decorator
-def log_request(handler: Callable[..., dict[str, Any]], event: dict[str, Any], context: Any, *,
-                tool: str) -> dict[str, Any]:
-    """The one ``"request"`` line of a tool call (middleware around a ToolApp handler).
+def bind_caller(principal: Any) -> None:
+    """Add a principal's ``network``, ``agent`` and ``caller`` (its instance id, or ``rep:<name>``
+    for a representative) to this invocation's lines; nothing for None (an unknown token).
+    ``principal`` is a :class:`relaynet.identity.Principal` (``kind``, ``network_id``,
+    ``instance_id``, ``agent``, ``rep``)."""
+    if principal is None:
+        return
+    bind(network=principal.network_id, agent=principal.agent,
+         caller=principal.instance_id if principal.kind == "instance" else f"rep:{principal.rep}")
 
-    Binds ``tool``, ``correlation_id`` and ``function_request_id`` for the call (the
-    authentication step binds ``network``, ``caller`` and ``agent``), runs it, then logs
-    ``status`` (the HTTP status answered) and ``latency_ms`` at INFO (ERROR for a 5xx) and
-    clears the keys. An exception escaping the handler is logged as status 500 and re-raised.
+
+@lambda_handler_decorator
+def log_request(handler: Callable[..., Any], event: Any, context: Any, *, name: str, source: str = "http") -> Any:
+    """The per-invocation log keys and closing line of the entry point ``name``, whose events are
+    of ``source`` (middleware inside :func:`instrument`).
+
+    Clears the thread-safe keys, then binds ``correlation_id`` (:func:`correlation_id`) and
+    ``function_request_id`` (Lambda's request id), and ``tool`` (``source="http"``) or
+    ``function`` (any other) naming the entry point; a WebSocket event adds ``connection_id``
+    and ``route`` (its route key). For an HTTP route the authentication step binds ``network``,
+    ``caller`` and ``agent``; the authorizer binds them itself. It runs the handler, then logs
+    the source's closing line (:data:`CLOSING_LINES`): ``"request"`` with ``status`` (the
+    ``statusCode`` answered) and ``latency_ms`` at INFO, ERROR for a 5xx; ``"authorize"`` with
+    ``latency_ms``; none for a schedule or a stream batch. An exception escaping the handler is
+    logged, with its traceback except for an HTTP route (ToolApp logs its own "unhandled
+    error"), as status 500 on a ``"request"`` line, or ``"authorize failed"`` / ``"invocation
+    failed"``, and re-raised. The keys are cleared when it returns.
     """
     started = time.perf_counter()
     logger.thread_safe_clear_keys()
-    bind(tool=tool, correlation_id=correlation_id(event),
-         function_request_id=getattr(context, "aws_request_id", None))
-    active = tracer()
-    if active is not None:  # X-Ray's console filters traces by annotation: annotation.tool = "network_claim"
-        active.put_annotation(key="tool", value=tool)
-    status = 500
+    keys = {"tool" if source == "http" else "function": name, "correlation_id": correlation_id(event, source),
+            "function_request_id": getattr(context, "aws_request_id", None)}
+    if source == "websocket":
+        request_context = (event.get("requestContext") if isinstance(event, dict) else None) or {}
+        keys.update(connection_id=request_context.get("connectionId"), route=request_context.get("routeKey"))
+    # None values too: a thread-safe None hides the plain key inject_lambda_context left from
+    # another function's call in the local stack's one process, and the formatter drops it.
+    logger.thread_safe_append_keys(**keys)
+    line = CLOSING_LINES[source]
     try:
-        response = handler(event, context)
-        status = int(response.get("statusCode", 200)) if isinstance(response, dict) else 200
+        try:
+            response = handler(event, context)
+        except BaseException:
+            latency = _ms_since(started)
+            if source == "http":  # ToolApp logged the error itself ("unhandled error") where it could
+                logger.error(line, extra={"status": 500, "latency_ms": latency})
+            elif line == "request":
+                logger.exception(line, extra={"status": 500, "latency_ms": latency})
+            else:
+                logger.exception(f"{line or 'invocation'} failed", extra={"latency_ms": latency})
+            raise
+        if line == "request":
+            status = int(response.get("statusCode", 200)) if isinstance(response, dict) else 200
+            (logger.error if status >= 500 else logger.info)(line, extra={"status": status,
+                                                                          "latency_ms": _ms_since(started)})
+        elif line is not None:
+            logger.info(line, extra={"latency_ms": _ms_since(started)})
         return response
     finally:
-        latency = round((time.perf_counter() - started) * 1000, 1)
-        (logger.error if status >= 500 else logger.info)("request", extra={"status": status, "latency_ms": latency})
         logger.thread_safe_clear_keys()
 
 
-def instrument(handler: Callable[..., Any], *, name: str, tool: bool = False) -> Callable[..., Any]:
-    """``handler`` (the entry point ``name``: a tool, ``sweep``, ``notifier``) with the service's
-    observability, outermost first: ``inject_lambda_context`` (for a ``tool``, the correlation id
-    from the HTTP API path), the tracer's ``capture_lambda_handler`` (when tracing is on),
-    the invocation's metrics (one flush when it ends; they carry the dimension ``function=name``),
-    and for a tool :func:`log_request`."""
-    inner = log_request(handler, tool=name) if tool else handler
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def instrument(handler: Callable[..., Any], *, name: str, source: str, trace: bool = True) -> Callable[..., Any]:
+    """``handler`` (the entry point ``name``: a tool, ``authorizer``, ``sweep``, ``ag2_frames``,
+    ...) with the service's observability. ``source`` says what its events are, and so where
+    their correlation id is (:data:`CORRELATION_PATHS`: ``"http"``, ``"authorizer"``,
+    ``"websocket"``, ``"schedule"``, ``"stream"``; any other raises ValueError). Outermost first:
+    ``inject_lambda_context`` (with that correlation path), the tracer's
+    ``capture_lambda_handler`` with the annotation ``tool`` (an HTTP route) or ``function``
+    (when tracing is on and ``trace``), the invocation's metrics (one flush when it ends, one EMF
+    record with the dimension ``function=name``, none when it counted nothing: :func:`_flush`),
+    then :func:`log_request` (its keys and closing line).
+
+    ``trace=False`` is for the functions that make no store call and load no settings (health,
+    openapi, ui): API Gateway and ``Tracing: Active`` give their invocation its X-Ray segment
+    anyway, and deciding whether tracing is on would import relaynet.config (pydantic) into their
+    cold start.
+    """
+    if source not in CORRELATION_PATHS:
+        raise ValueError(f"unknown event source {source!r} of {name}: one of {sorted(CORRELATION_PATHS)}")
+    inner = log_request(handler, name=name, source=source)
+    active = tracer() if trace else None
+    annotation = "tool" if source == "http" else "function"
 
     @functools.wraps(handler)
-    def wrapped(event: dict[str, Any], context: Any) -> Any:
+    def wrapped(event: Any, context: Any) -> Any:
+        if active is not None:  # X-Ray's console filters traces by annotation: annotation.tool = "network_claim"
+            active.put_annotation(key=annotation, value=name)
         pending: list[tuple[str, float, dict[str, Any]]] = []
         token = _pending.set(pending)
         try:
@@ -164,18 +257,16 @@ def instrument(handler: Callable[..., Any], *, name: str, tool: bool = False) ->
         finally:
             _pending.reset(token)
             _flush(name, pending)
-    active = tracer()
-    if active is not None:
-        wrapped = active.capture_lambda_handler(wrapped, capture_response=False)
-    injected = logger.inject_lambda_context(wrapped,
-                                            correlation_id_path=correlation_paths.API_GATEWAY_HTTP if tool else None)
+    traced_entry = active.capture_lambda_handler(wrapped, capture_response=False) if active is not None else wrapped
+    injected = logger.inject_lambda_context(traced_entry, correlation_id_path=CORRELATION_PATHS[source])
 
     @functools.wraps(handler)
-    def entry(event: dict[str, Any], context: Any) -> Any:
+    def entry(event: Any, context: Any) -> Any:
         # Lambda always passes a context; a direct call (a script, a test) may pass None, which
         # has no function name or request id to inject.
-        return injected(event, context) if context is not None else wrapped(event, context)
+        return injected(event, context) if context is not None else traced_entry(event, context)
 
+    entry.instrumented = (name, source)  # type: ignore[attr-defined]  # tests/test_instrumented.py
     return entry
 
 
@@ -186,6 +277,8 @@ def tracer() -> Any:
     Raises RuntimeError naming the fix when tracing is on but ``aws_xray_sdk`` (the
     ``aws-lambda-powertools[tracer]`` extra) is not installed.
     """
+    from relaynet.config import settings  # here: health, openapi and ui never load the settings
+
     if not settings().tracing:
         return None
     try:

@@ -258,7 +258,7 @@ def test_concurrent_invocations_flush_their_own_counts_under_their_own_name(caps
             time.sleep(0)  # let the other threads in between the counts
         return {"ok": True}
 
-    entries = {name: observability.instrument(work, name=name) for name in ("fn_a", "fn_b")}
+    entries = {name: observability.instrument(work, name=name, source="schedule") for name in ("fn_a", "fn_b")}
     errors: list[BaseException] = []
 
     def run(name: str) -> None:

@@ -19,10 +19,11 @@ Errors are AG2's (relaynet.ag2.protocol.errors), which :mod:`relaynet.ag2.wire` 
 from __future__ import annotations
 
 import json
-import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from aws_lambda_powertools import Logger
 
 from relaynet.ag2 import frames as f
 from relaynet.ag2 import post, turns
@@ -55,7 +56,7 @@ from relaynet.store import ag2 as store
 from relaynet.store import channels as channel_store
 from relaynet.store import mailboxes as mail_store
 
-log = logging.getLogger(__name__)
+log = Logger(child=True)  # observability.logger's child ("<service>.relaynet.ag2.ops")
 
 DEFERRED = object()  #: an op's answer that a later invocation sends
 AUTH_SCHEME = "api_key"

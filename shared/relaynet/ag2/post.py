@@ -10,15 +10,12 @@ WebSocket event being handled.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
-
-log = logging.getLogger(__name__)
 
 
 class Gone(Exception):

@@ -24,15 +24,16 @@ a field of the wrong JSON type             ``ErrorFrame(code="protocol_error")``
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from aws_lambda_powertools import Logger
 
 from relaynet.ag2 import frames as f
 from relaynet.ag2.protocol.errors import ERROR_CODES, NetworkError, ProtocolError, error_code
 from relaynet.ag2.protocol.frames import ResponseFrame
 
-log = logging.getLogger(__name__)
+log = Logger(child=True)  # observability.logger's child ("<service>.relaynet.ag2.wire")
 
 __all__ = ("ERROR_CODES", "Wire", "error_code")  # the codes are relaynet.ag2.protocol.errors'
 

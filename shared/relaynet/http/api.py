@@ -14,7 +14,7 @@ arguments (400, powertools validation against the pydantic model), then the doma
 The steps before the resolver are powertools middlewares (``lambda_handler_decorator``), composed
 by :meth:`ToolApp.handler`, outermost first: the DynamoDB declaration; the observability of
 :func:`relaynet.observability.instrument` (``inject_lambda_context`` with the HTTP API correlation
-id, ``log_metrics``, the tracer when on, the one ``"request"`` log line); :func:`authenticate`
+id, the tracer when on, the invocation's one metrics flush, the one ``"request"`` log line); :func:`authenticate`
 (401, the caller in the resolver's context and in the log keys); :func:`check_body` (413/400);
 :func:`check_query` (400 for an unknown query parameter); :func:`refresh_presence` (the
 caller's ``lastSeenAt``, worker and plugin surfaces); then the resolver (validation, the route,
@@ -271,7 +271,7 @@ class ToolApp:
 
         # The middlewares (module docstring), innermost first; they wrap functions, not bound methods.
         steps = authenticate(check_body(check_query(refresh_presence(resolve, tool=self), tool=self)), tool=self)
-        self._entry = observability.instrument(steps, name=self.tool.name, tool=True)
+        self._entry = observability.instrument(steps, name=self.tool.name, source="http")
 
     def route(self, func: Callable) -> Callable:
         """Register ``func`` as ``POST /v1/tools/<name>`` (operationId = the tool name), or as an
@@ -340,8 +340,7 @@ def authenticate(handler: Callable[..., dict[str, Any]], event: dict[str, Any], 
         principal = Principal.from_context(authorizer_context(event))
     except RelaynetError as exc:
         return error_response(exc)
-    observability.bind(network=principal.network_id, agent=principal.agent,
-                       caller=principal.instance_id if principal.kind == "instance" else f"rep:{principal.rep}")
+    observability.bind_caller(principal)
     tool.app.append_context(principal=principal)
     return handler(event, context)
 
