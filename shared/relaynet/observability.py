@@ -266,7 +266,7 @@ def instrument(handler: Callable[..., Any], *, name: str, source: str, trace: bo
         # has no function name or request id to inject.
         return injected(event, context) if context is not None else traced_entry(event, context)
 
-    entry.instrumented = (name, source)  # type: ignore[attr-defined]  # tests/test_instrumented.py
+    entry.instrumented = (name, source)  # type: ignore[attr-defined]  # tests/api/test_entry_points.py
     return entry
 
 
