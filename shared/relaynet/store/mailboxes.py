@@ -432,3 +432,14 @@ def walk_conversation(rep: str, conversation_id: str, before_id: str | None, pag
 def mailbox_actions(net: str, msg: dict[str, Any], mailboxes: list[dict[str, str]]) -> list[dict[str, Any]]:
     """The Puts of ``msg`` whole (no thread copy: e.g. a channel's envelope notice) in each of ``mailboxes``."""
     return [t.tx_put(mailbox_item(net, a, msg)) for a in mailboxes]
+
+
+# --------------------------------------------------------------------------- mail in committed items
+
+
+def mailbox_of(item: dict[str, Any]) -> tuple[str, dict[str, str]] | None:
+    """``(network id, {"agent": name} | {"instanceId": id})`` of the mailbox whose partition
+    ``item`` (any item as written: a stream image decoded, a commit's item) is in, else None
+    (keys.parse_mailbox_pk). Whether it is a mailbox entry is :func:`message_id`'s to say."""
+    return k.parse_mailbox_pk(str(item.get("PK", "")))
+
