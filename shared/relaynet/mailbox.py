@@ -30,7 +30,6 @@ from relaynet import event_stream
 from relaynet.config import settings
 from relaynet.identity import Principal
 from relaynet.store import mailboxes as mail_store
-from relaynet.store import table
 
 #: Entries evaluated by the one Query (its ``Limit``): the projected entries are about 150
 #: bytes, so this stays far below the 1 MB page; beyond it the counts are a lower bound
@@ -68,7 +67,7 @@ def summary(principal: Principal) -> dict[str, Any]:
 
 
 class _Waiters:
-    """The long polls of this process, woken by its own commits (relaynet.store.table.on_commit):
+    """The long polls of this process, woken by its own commits (relaynet.store.mailboxes.on_commit):
     a mailbox entry another request of this process commits (always, in the local stack, which
     runs every function in one process) ends a wait at once instead of at its next poll. The one
     commit listener is registered at the first wait and stays."""
@@ -82,7 +81,7 @@ class _Waiters:
         woken = threading.Event()
         with self._lock:
             if not self._listening:
-                table.on_commit(self._committed)
+                mail_store.on_commit(self._committed)
                 self._listening = True
             self._waiting[woken] = principal
         return woken
@@ -96,10 +95,8 @@ class _Waiters:
             if not self._waiting:
                 return
             waiting = list(self._waiting.items())
-        for image in images:
-            if "#MBOX#" not in (image.get("PK") or {}).get("S", ""):  # not mail: nothing to decode
-                continue
-            found = event_stream.addressed(table.decode(image))
+        for item in mail_store.committed_mail(images):  # what is not mail is not even decoded
+            found = event_stream.addressed(item)
             if found is None or found.everyone:  # not mail (a claim released is no inbox entry)
                 continue
             for woken, principal in waiting:
