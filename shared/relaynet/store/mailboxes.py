@@ -446,6 +446,12 @@ def mailbox_of(item: dict[str, Any]) -> tuple[str, dict[str, str]] | None:
     return k.parse_mailbox_pk(str(item.get("PK", "")))
 
 
+def mailbox_key(entry: dict[str, Any]) -> str:
+    """The partition key of a mailbox entry (keys.mailbox_pk of its mailbox), as
+    relaynet.a2a.bridge.run's ``mailboxes`` takes it. KeyError when ``entry`` has no key."""
+    return entry["PK"]
+
+
 def on_commit(listener: Callable[[list[dict[str, Any]]], None]) -> Callable[[], None]:
     """Call ``listener`` with the raw items (DynamoDB attribute values, undecoded) of every write
     this process commits (relaynet.store.table.on_commit); pass them to :func:`committed_mail`.
