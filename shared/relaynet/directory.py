@@ -1,6 +1,6 @@
 """The network's directory: agents, groups, resources and instances (PROTOCOL.md 3, 4.1, 4.2, 4.12).
 
-Everything a network declares lives in one partition (``NET#<net>``), so one strongly consistent
+Everything a network declares lives in one partition (relaynet.store.directory), so one strongly consistent
 Query reads the whole directory: :func:`load`.
 """
 

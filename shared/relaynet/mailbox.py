@@ -1,12 +1,12 @@
 """The inbox summary (``GET /v1/inbox/summary``, docs/protocol.md "Inbox summary"): what an
 instance's ``network_inbox`` would hand out, counted without handing anything out.
 
-An instance fetches from two mailboxes, two partitions of the table: its own
-(``NET#<net>#MBOX#I#<inst>``) and its agent's (``NET#<net>#MBOX#A#<agent>``). A base-table
-Query reads one partition, so the summary reads the agent's *mailbox view* instead: GSI3, where
-every mailbox entry of the agent and of each of its instances is listed under
-``GSI3PK = NET#<net>#MBOXV#<agent>`` with only its keys, ``kind``, ``createdAt`` and
-``senderInstance`` projected. One Query of that partition, filtered to this instance's two
+An instance fetches from two mailboxes, two partitions of the table: its own and its agent's
+(relaynet.store.keys.mailbox_pk). A base-table Query reads one partition, so the summary reads
+the agent's *mailbox view* instead: a sparse index where every mailbox entry of the agent and of
+each of its instances is listed in one partition (relaynet.store.keys.mailbox_view) with only
+its keys, ``kind``, ``createdAt`` and ``senderInstance`` projected
+(relaynet.store.mailboxes.summary_page). One Query of that partition, filtered to this instance's two
 mailboxes and to messages it did not send itself (the same rule as ``network_inbox``), is the
 whole summary: one DynamoDB request, no write, nothing delivered.
 
@@ -51,7 +51,7 @@ def summary(principal: Principal) -> dict[str, Any]:
     message kind (only kinds present), ``oldestCreatedAt`` is the oldest one's ``createdAt``
     (RFC 3339, null when there is none), ``complete`` is false when the agent's mailboxes hold
     more than :data:`SUMMARY_LIMIT` entries (the counts then cover the oldest of them).
-    Delivers nothing and writes nothing. One Query of GSI3 (module docstring).
+    Delivers nothing and writes nothing. One Query of the mailbox view (module docstring).
     """
     items, more = mail_store.summary_page(principal.network_id, principal.agent, principal.instance_id,
                                           SUMMARY_LIMIT)
