@@ -1,12 +1,11 @@
 """The inbox summary (``GET /v1/inbox/summary``, docs/protocol.md "Inbox summary"): what an
 instance's ``network_inbox`` would hand out, counted without handing anything out.
 
-An instance fetches from two mailboxes, two partitions of the table: its own and its agent's
-(relaynet.store.keys.mailbox_pk). A base-table Query reads one partition, so the summary reads
-the agent's *mailbox view* instead: a sparse index where every mailbox entry of the agent and of
-each of its instances is listed in one partition (relaynet.store.keys.mailbox_view) with only
-its keys, ``kind``, ``createdAt`` and ``senderInstance`` projected
-(relaynet.store.mailboxes.summary_page). One Query of that partition, filtered to this instance's two
+An instance fetches from two mailboxes, two partitions of the table: its own and its agent's.
+A base-table Query reads one partition, so the summary reads the agent's *mailbox view* instead:
+a sparse index where every mailbox entry of the agent and of each of its instances is listed in
+one partition with only its keys, ``kind``, ``createdAt`` and ``senderInstance`` projected
+(relaynet.store.mailboxes.summary_page; the keys in docs/architecture.md). One Query of that partition, filtered to this instance's two
 mailboxes and to messages it did not send itself (the same rule as ``network_inbox``), is the
 whole summary: one DynamoDB request, no write, nothing delivered.
 
