@@ -6,6 +6,7 @@ GetTask, mirrored into the Relaynet task, and cancelled there when their creator
 from relaynet import observability
 from relaynet.a2a import bridge
 from relaynet.observability import logger
+from relaynet.store import mailboxes as mail_store
 from relaynet.store import table
 
 # The DynamoDB actions this function may use (its policy in template.yaml names exactly these).
@@ -28,7 +29,7 @@ def run(event, context):
         stats = bridge.run()
     else:
         images = [table.decode(r["dynamodb"]["NewImage"]) for r in records]
-        stats = bridge.run(mailboxes={i["PK"] for i in images if not i.get("a2aPushed")},
+        stats = bridge.run(mailboxes={mail_store.mailbox_key(i) for i in images if not i.get("a2aPushed")},
                            pushed=[i for i in images if i.get("a2aPushed")])
     observability.count_outcomes("A2aBridge", stats)
     if any(stats[k] for k in ("sent", "moved", "cancelled", "pushed", "errors", "unreachable")):

@@ -23,7 +23,7 @@ def record_handler(record: DynamoDBRecord) -> None:
     if record.raw_event.get("eventName") != "INSERT" or not image:
         return
     item = table.decode(image)
-    where = store.parse_channel_pk(item["PK"])
+    where = store.channel_of(item)
     if where is None or item.get("kind") != "envelope":
         return
     ops.deliver(where[0], where[1], item, post.endpoint())

@@ -1,6 +1,6 @@
 """The network's directory: agents, groups, resources and instances (PROTOCOL.md 3, 4.1, 4.2, 4.12).
 
-Everything a network declares lives in one partition (``NET#<net>``), so one strongly consistent
+Everything a network declares lives in one partition (relaynet.store.directory), so one strongly consistent
 Query reads the whole directory: :func:`load`.
 """
 
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from relaynet import clock, supervision
 from relaynet.errors import NotFound
 from relaynet.identity import Principal, availability, status
+from relaynet.push_view import public_config, status_view
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import directory as dir_store
 
@@ -71,8 +72,6 @@ def agent_view(agent: dict[str, Any]) -> dict[str, Any]:
     ``push: {url, authentication?}`` when it has a push endpoint (never its token), and
     ``a2a: {url, authentication?}`` when it is a remote A2A agent (docs/protocol.md 13.4; never
     its credentials)."""
-    from relaynet.push import public_config
-
     out = {
         "name": agent["name"],
         "description": agent.get("description", ""),
@@ -89,13 +88,11 @@ def agent_view(agent: dict[str, Any]) -> dict[str, Any]:
 
 def instance_view(inst: dict[str, Any], now_ms: int, agent: dict[str, Any] | None = None) -> dict[str, Any]:
     """``{id, status, availability, capabilities, createdAt, lastSeenAt}`` of an instance, plus
-    ``push`` (relaynet.push.status_view: the endpoint in force for it and the last delivery's
+    ``push`` (relaynet.push_view.status_view: the endpoint in force for it and the last delivery's
     status and failures) when it has an endpoint (its own or its definition ``agent``'s) or has
     had a delivery, and ``supervisor`` (relaynet.supervision.view: its run state) when a
     supervisor has reported on it, and ``a2a: {ok, error?, at}`` (relaynet.a2a.bridge: whether
     the hub last read the remote's card) for an A2A member's instance."""
-    from relaynet.push import status_view
-
     out = {
         "id": inst["id"],
         "status": status(inst),
@@ -156,8 +153,6 @@ def discover(principal: Principal, req: DiscoverRequest, recent_tasks: list[dict
                           for i in insts],
         }
         if agent.get("a2a"):  # a remote A2A agent (docs/protocol.md 13.4): its card, never its credentials
-            from relaynet.push import public_config
-
             entry["a2a"] = public_config(agent["a2a"])
         agents.append(entry)
     result: dict[str, Any] = {

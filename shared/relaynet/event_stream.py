@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relaynet.identity import Principal
-from relaynet.store import keys as k
+from relaynet.store import events as event_store
 from relaynet.store import mailboxes as mail_store
 
 __all__ = ["ACTIVITY_REFS", "Addressed", "EVENT_NAMES", "REPLAY_LIMIT", "activity", "activity_since", "addressed",
@@ -94,13 +94,13 @@ def _event(net: str, entry: dict[str, Any], message_id: str, instance_id: str | 
 
 def addressed(item: dict[str, Any]) -> Addressed | None:
     """The event a committed item makes, or None when it is not a mailbox entry. ``item`` is the
-    item as written (python values, relaynet.store.table.decode of a stream image). For an agent
+    item as written (python values: a stream image decoded). For an agent
     mailbox the event's ``instanceId`` is None until :meth:`Addressed.reaches` picks the
     instance; :func:`for_principal` fills it."""
     released = _claim_released(item)
     if released is not None:
         return released
-    parsed = k.parse_mailbox_pk(str(item.get("PK", "")))
+    parsed = mail_store.mailbox_of(item)
     message_id = mail_store.message_id(item)
     if parsed is None or message_id is None or "kind" not in item:
         return None
@@ -115,7 +115,7 @@ def _claim_released(item: dict[str, Any]) -> Addressed | None:
     transaction writes (relaynet.claims: ``kind`` claim, ``state`` released): for every instance
     of the network but the one that released it. ``{event, id (the operator event's), networkId,
     instanceId, claimId, scope, createdAt}``. Live only: it is no mail, so a resume replays none."""
-    net = k.events_network(str(item.get("PK", "")))
+    net = event_store.network_of(item)
     if net is None or item.get("kind") != "claim" or item.get("state") != "released":
         return None
     actor = item.get("actor") or {}
@@ -150,11 +150,11 @@ def waiting(principal: Principal) -> list[dict[str, Any]]:
 
 
 def activity(item: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``activity`` event of a committed history entry (``NET#<net>#EVENTS`` / ``EVT#<id>``,
-    relaynet.events), or None for any other item: ``{event, id, networkId, kind, actor, at}``
-    and the :data:`ACTIVITY_REFS` it has. For representatives whose grants cover the network."""
-    net = k.events_network(str(item.get("PK", "")))
-    if net is None or not str(item.get("SK", "")).startswith("EVT#") or "id" not in item:
+    """The ``activity`` event of a committed history entry (an event of the network's stream,
+    relaynet.events and relaynet.store.events), or None for any other item: ``{event, id,
+    networkId, kind, actor, at}`` and the :data:`ACTIVITY_REFS` it has. For representatives whose grants cover the network."""
+    net = event_store.network_of(item)
+    if net is None or not event_store.is_event(item) or "id" not in item:
         return None
     event = {"event": "activity", "id": item["id"], "networkId": net,
              "kind": item.get("kind"), "actor": item.get("actor"), "at": item.get("at")}
@@ -177,15 +177,13 @@ def activity_since(networks: frozenset[str], last_id: str) -> list[dict[str, Any
     SSE ``Last-Event-ID``) in each of ``networks``, oldest first, at most :data:`REPLAY_LIMIT`
     per network (one Query each); entries past their ttl are left out."""
     from relaynet import clock
-    from relaynet.store import table as t
 
     now_s = clock.now_ms() // 1000
     out: list[dict[str, Any]] = []
     for net in sorted(networks):
-        pk, after = k.event(net, last_id)
         taken = 0
-        for item in t.iterate(pk, sk_gt=after, page_size=REPLAY_LIMIT):
-            if not str(item["SK"]).startswith("EVT#") or taken >= REPLAY_LIMIT:
+        for item in event_store.oldest_after(net, last_id, REPLAY_LIMIT):
+            if taken >= REPLAY_LIMIT:
                 break
             found = activity(item) if int(item.get("ttl") or now_s + 1) > now_s else None
             if found is not None:

@@ -1,12 +1,11 @@
 """The inbox summary (``GET /v1/inbox/summary``, docs/protocol.md "Inbox summary"): what an
 instance's ``network_inbox`` would hand out, counted without handing anything out.
 
-An instance fetches from two mailboxes, two partitions of the table: its own
-(``NET#<net>#MBOX#I#<inst>``) and its agent's (``NET#<net>#MBOX#A#<agent>``). A base-table
-Query reads one partition, so the summary reads the agent's *mailbox view* instead: GSI3, where
-every mailbox entry of the agent and of each of its instances is listed under
-``GSI3PK = NET#<net>#MBOXV#<agent>`` with only its keys, ``kind``, ``createdAt`` and
-``senderInstance`` projected. One Query of that partition, filtered to this instance's two
+An instance fetches from two mailboxes, two partitions of the table: its own and its agent's.
+A base-table Query reads one partition, so the summary reads the agent's *mailbox view* instead:
+a sparse index where every mailbox entry of the agent and of each of its instances is listed in
+one partition with only its keys, ``kind``, ``createdAt`` and ``senderInstance`` projected
+(relaynet.store.mailboxes.summary_page; the keys in docs/architecture.md). One Query of that partition, filtered to this instance's two
 mailboxes and to messages it did not send itself (the same rule as ``network_inbox``), is the
 whole summary: one DynamoDB request, no write, nothing delivered.
 
@@ -30,7 +29,6 @@ from relaynet import event_stream
 from relaynet.config import settings
 from relaynet.identity import Principal
 from relaynet.store import mailboxes as mail_store
-from relaynet.store import table
 
 #: Entries evaluated by the one Query (its ``Limit``): the projected entries are about 150
 #: bytes, so this stays far below the 1 MB page; beyond it the counts are a lower bound
@@ -52,7 +50,7 @@ def summary(principal: Principal) -> dict[str, Any]:
     message kind (only kinds present), ``oldestCreatedAt`` is the oldest one's ``createdAt``
     (RFC 3339, null when there is none), ``complete`` is false when the agent's mailboxes hold
     more than :data:`SUMMARY_LIMIT` entries (the counts then cover the oldest of them).
-    Delivers nothing and writes nothing. One Query of GSI3 (module docstring).
+    Delivers nothing and writes nothing. One Query of the mailbox view (module docstring).
     """
     items, more = mail_store.summary_page(principal.network_id, principal.agent, principal.instance_id,
                                           SUMMARY_LIMIT)
@@ -68,7 +66,7 @@ def summary(principal: Principal) -> dict[str, Any]:
 
 
 class _Waiters:
-    """The long polls of this process, woken by its own commits (relaynet.store.table.on_commit):
+    """The long polls of this process, woken by its own commits (relaynet.store.mailboxes.on_commit):
     a mailbox entry another request of this process commits (always, in the local stack, which
     runs every function in one process) ends a wait at once instead of at its next poll. The one
     commit listener is registered at the first wait and stays."""
@@ -82,7 +80,7 @@ class _Waiters:
         woken = threading.Event()
         with self._lock:
             if not self._listening:
-                table.on_commit(self._committed)
+                mail_store.on_commit(self._committed)
                 self._listening = True
             self._waiting[woken] = principal
         return woken
@@ -96,10 +94,8 @@ class _Waiters:
             if not self._waiting:
                 return
             waiting = list(self._waiting.items())
-        for image in images:
-            if "#MBOX#" not in (image.get("PK") or {}).get("S", ""):  # not mail: nothing to decode
-                continue
-            found = event_stream.addressed(table.decode(image))
+        for item in mail_store.committed_mail(images):  # what is not mail is not even decoded
+            found = event_stream.addressed(item)
             if found is None or found.everyone:  # not mail (a claim released is no inbox entry)
                 continue
             for woken, principal in waiting:

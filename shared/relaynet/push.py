@@ -5,8 +5,8 @@ wake-up arrived for it, signed, retried, and recorded where a representative see
   ``authentication {schemes, credentials}``). The operator sets one per agent definition in the
   network spec (``push``); an instance sets its own with ``PUT /v1/push``, which wins over its
   definition's. ``token`` is the HMAC secret: stored, never sent, never shown.
-- **Events** come from the table's change stream: every mailbox entry put (an INSERT carrying
-  ``GSI3PK``, relaynet.store.mailboxes.mailbox_item) is one piece of mail. An instance mailbox entry
+- **Events** come from the table's change stream: every mailbox entry put (an INSERT into the
+  mailbox view, relaynet.store.mailboxes.mailbox_item) is one piece of mail. An instance mailbox entry
   notifies that instance; an agent mailbox entry notifies each non-stopped instance of the agent
   except its sender. Each (message, instance) with a config is one delivery:
   ``{event, networkId, instanceId, messageId, taskId?, kind, createdAt, deliveryId}`` where
@@ -21,7 +21,7 @@ wake-up arrived for it, signed, retried, and recorded where a representative see
   :data:`LEASE_MS` should the taker die), the other path finds it and sends nothing, and a
   success leaves it as a ``delivered`` marker until the stream can no longer carry the entry
   (:data:`DELIVERED_KEEP_SECONDS`). A failed attempt (no 2xx within ``push_timeout``) lists
-  the delivery item in GSI1 ``PUSHRETRY`` by when it is due, with delays ``base, 2 base, 4 base, ...`` from the first attempt
+  the delivery item as due for a retry (relaynet.store.push), with delays ``base, 2 base, 4 base, ...`` from the first attempt
   (``RELAYNET_PUSH_RETRY_BASE_SECONDS``, 30) while less than ``RELAYNET_PUSH_RETRY_WINDOW_SECONDS``
   (900) has passed; :func:`retry_due` (the scheduled push-retry function) makes the retries. The
   attempt at or after the window's end that fails marks the delivery ``failed``.
@@ -48,12 +48,14 @@ from typing import Any
 
 from relaynet import clock, webhooks
 from relaynet.config import settings
+from relaynet.directory import load
 from relaynet.errors import InvalidArgument
 from relaynet.identity import Principal
+from relaynet.identity import status as instance_status
+from relaynet.push_view import effective, public_config, status_view  # noqa: F401 - relaynet.push's own names too
 from relaynet.store import directory as dir_store
-from relaynet.store import keys as k
 from relaynet.store import mailboxes as mail_store
-from relaynet.store import table as t
+from relaynet.store import push as store
 
 LEASE_MS = 60_000          # a retry run owns a due delivery this long (longer than one attempt)
 FAILED_KEEP_SECONDS = 7 * 24 * 3600
@@ -160,17 +162,6 @@ def config_item(url: str, token: str, authentication: dict[str, Any] | None) -> 
     return out
 
 
-def public_config(config: dict[str, Any] | None) -> dict[str, Any] | None:
-    """What may be shown of a config: ``{url, authentication: {schemes}}``, never the token or
-    the credentials."""
-    if not config:
-        return None
-    out: dict[str, Any] = {"url": config["url"]}
-    if config.get("authentication"):
-        out["authentication"] = {"schemes": list(config["authentication"].get("schemes") or [])}
-    return out
-
-
 def set_config(principal: Principal, req: Any) -> dict[str, Any]:
     """``PUT /v1/push``: this instance's own config (replaces the previous one).
     Returns ``{push: {url, authentication?}, source: "instance"}``. Raises InvalidArgument."""
@@ -178,40 +169,14 @@ def set_config(principal: Principal, req: Any) -> dict[str, Any]:
     auth = req.authentication.model_dump() if req.authentication is not None else None
     config = config_item(req.url, req.token, auth)
     dir_store.mark_push_configured(principal.network_id)  # first: the notifier then looks (has_push_config)
-    t.update(*k.instance(principal.network_id, principal.instance_id), "SET push = :p",
-             condition="attribute_exists(PK)", p=config)
+    store.set_instance_config(principal.network_id, principal.instance_id, config)
     return {"push": public_config(config), "source": "instance"}
 
 
 def delete_config(principal: Principal) -> dict[str, Any]:
     """``DELETE /v1/push``: remove this instance's own config; ``{removed: bool}`` (false when it
     had none). Its definition's config, if any, applies again."""
-    removed = t.update(*k.instance(principal.network_id, principal.instance_id), "REMOVE push",
-                       condition="attribute_exists(push)")
-    return {"removed": bool(removed)}
-
-
-def effective(inst: dict[str, Any], agent: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
-    """(config, ``"instance"`` | ``"definition"``) that applies to ``inst``, or (None, None)."""
-    if inst.get("push"):
-        return inst["push"], "instance"
-    if agent and agent.get("push"):
-        return agent["push"], "definition"
-    return None, None
-
-
-def status_view(inst: dict[str, Any], agent: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The push block of an instance entry (control_list_agents, network_whoami):
-    ``{url, source, lastStatus, lastAttemptAt, lastDeliveredAt, lastError, failures}``, None
-    when neither a config nor a delivery exists."""
-    config, source = effective(inst, agent)
-    if config is None and "pushLastAttemptAt" not in inst:
-        return None
-    iso = lambda ms: clock.iso(int(ms)) if ms is not None else None  # noqa: E731
-    return {"url": config["url"] if config else None, "source": source,
-            "lastStatus": inst.get("pushLastStatus"), "lastAttemptAt": iso(inst.get("pushLastAttemptAt")),
-            "lastDeliveredAt": iso(inst.get("pushLastDeliveredAt")), "lastError": inst.get("pushLastError"),
-            "failures": int(inst.get("pushFailures", 0))}
+    return {"removed": store.remove_instance_config(principal.network_id, principal.instance_id)}
 
 
 # --------------------------------------------------------------------------- events
@@ -270,23 +235,6 @@ def signed_post(url: str, token: str, doc: dict[str, Any], authorization: str | 
     return response.status_code, f"HTTP {response.status_code}"
 
 
-def _record(net: str, inst_id: str, status: int, error: str | None, now_ms: int, final_failure: bool) -> None:
-    """The instance's push status after an attempt (docstring of the module)."""
-    sets = ["pushLastStatus = :s", "pushLastAttemptAt = :now"]
-    vals: dict[str, Any] = {"s": status, "now": now_ms}
-    expr = ""
-    if error is None:
-        sets.append("pushLastDeliveredAt = :now")
-        expr = " REMOVE pushLastError"
-    else:
-        sets.append("pushLastError = :e")
-        vals["e"] = error[:300]
-    if final_failure:
-        expr += " ADD pushFailures :one"
-        vals["one"] = 1
-    t.update(*k.instance(net, inst_id), "SET " + ", ".join(sets) + expr, condition="attribute_exists(PK)", **vals)
-
-
 def _due(first_ms: int, attempts: int) -> int:
     """When retry number ``attempts`` (1-based) is due: base x (2^attempts - 1) after the first
     attempt, at most the window's end."""
@@ -305,17 +253,11 @@ def next_attempt_at(first_ms: int, failures: int, now_ms: int) -> int | None:
     return max(_due(first_ms, failures), now_ms)
 
 
-def _delivery_item(net: str, inst_id: str, event: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    pk, sk = k.push_delivery(net, inst_id, event["deliveryId"])
-    return {"PK": pk, "SK": sk, "type": "pushDelivery", "networkId": net, "instanceId": inst_id, "event": event,
-            **fields}
-
-
 def _retrying(item: dict[str, Any], due: int) -> dict[str, Any]:
-    """``item`` listed in GSI1 ``PUSHRETRY`` as due at ``due`` (ms)."""
-    return {**item, "state": "retrying", "nextAttemptAt": due, "GSI1PK": k.PUSH_RETRY,
-            "GSI1SK": k.push_due_sk(due, item["networkId"], item["instanceId"], item["event"]["deliveryId"]),
-            "ttl": int(item["firstAttemptAt"]) // 1000 + int(settings().push_retry_window) + FAILED_KEEP_SECONDS}
+    """``item`` waiting for a retry due at ``due`` (ms), kept until the retry window that began
+    at its first attempt is over, then :data:`FAILED_KEEP_SECONDS`."""
+    return store.retrying(item, due, int(item["firstAttemptAt"]) // 1000 + int(settings().push_retry_window)
+                          + FAILED_KEEP_SECONDS)
 
 
 def take_first_attempt(net: str, inst_id: str, event: dict[str, Any], now_ms: int) -> bool:
@@ -324,9 +266,9 @@ def take_first_attempt(net: str, inst_id: str, event: dict[str, Any], now_ms: in
     (the write's or the stream's, docs/architecture.md "Push at the write") made or is making the
     attempt. A taker that dies before its attempt leaves the lease to :func:`retry_due`, so no
     delivery is lost and none is made twice."""
-    lease = _retrying(_delivery_item(net, inst_id, event, attempts=0, firstAttemptAt=now_ms, lastAttemptAt=now_ms),
+    lease = _retrying(store.delivery(net, inst_id, event, attempts=0, firstAttemptAt=now_ms, lastAttemptAt=now_ms),
                       now_ms + LEASE_MS)
-    return t.put(lease, "attribute_not_exists(PK)")
+    return store.put_new(lease)
 
 
 def attempt(net: str, inst_id: str, config: dict[str, Any], event: dict[str, Any], attempts: int = 0,
@@ -340,11 +282,11 @@ def attempt(net: str, inst_id: str, config: dict[str, Any], event: dict[str, Any
     first = now if first_ms is None else first_ms
     status, error = post(config, event)
     failures = attempts + (error is not None)
-    item = _delivery_item(net, inst_id, event, attempts=failures, firstAttemptAt=first, lastAttemptAt=now,
+    item = store.delivery(net, inst_id, event, attempts=failures, firstAttemptAt=first, lastAttemptAt=now,
                           lastStatus=status)
     if error is None:
-        t.put({**item, "state": "delivered", "ttl": now // 1000 + DELIVERED_KEEP_SECONDS})
-        _record(net, inst_id, status, None, now, False)
+        store.put({**item, "state": "delivered", "ttl": now // 1000 + DELIVERED_KEEP_SECONDS})
+        store.record_attempt(net, inst_id, status, None, now, False)
         return "delivered"
     item["lastError"] = error[:300]
     due = next_attempt_at(first, failures, now)
@@ -353,8 +295,8 @@ def attempt(net: str, inst_id: str, config: dict[str, Any], event: dict[str, Any
         item.update(state="failed", ttl=now // 1000 + FAILED_KEEP_SECONDS)
     else:
         item = _retrying(item, due)
-    t.put(item)
-    _record(net, inst_id, status, error, now, final)
+    store.put(item)
+    store.record_attempt(net, inst_id, status, error, now, final)
     return "failed" if final else "retrying"
 
 
@@ -363,9 +305,7 @@ def notify(entry: dict[str, Any]) -> dict[str, int]:
     from the stream); counts by outcome, ``duplicate`` for a delivery the other path took first
     (:func:`take_first_attempt`). Entries that are not mailbox entries are ignored. Raises on
     DynamoDB errors (the stream record is then retried), never on a receiver's failure."""
-    from relaynet.directory import load, status
-
-    parsed = k.parse_mailbox_pk(str(entry.get("PK", "")))
+    parsed = mail_store.mailbox_of(entry)
     if parsed is None or mail_store.message_id(entry) is None or "kind" not in entry:
         return {}
     net, box = parsed
@@ -374,10 +314,10 @@ def notify(entry: dict[str, Any]) -> dict[str, int]:
     d = load(net)
     if "instanceId" in box:
         inst = d.instances.get(box["instanceId"])
-        targets = [inst] if inst is not None and status(inst) != "stopped" else []
+        targets = [inst] if inst is not None and instance_status(inst) != "stopped" else []
     else:
         targets = [i for i in d.instances_of(box["agent"])
-                   if status(i) != "stopped" and i["id"] != entry.get("senderInstance")]
+                   if instance_status(i) != "stopped" and i["id"] != entry.get("senderInstance")]
     outcomes: dict[str, int] = {}
     for inst in targets:
         config, _ = effective(inst, d.agents.get(inst["agent"]))
@@ -396,23 +336,20 @@ def retry_due(limit: int = RETRY_BATCH) -> dict[str, int]:
     """The scheduled push-retry run: every delivery whose retry is due, once. Each is leased
     first (a conditional update of its due key), so parallel runs never both send it; one
     whose instance is gone or stopped, or has no config any more, is dropped."""
-    from relaynet.directory import load, status
-
     now = clock.now_ms()
-    due = t.query(k.PUSH_RETRY, index="GSI1", sk_between=("0", f"{now:013d}~"), limit=limit)
+    due = store.due(now, limit)
     dirs: dict[str, Any] = {}
     stats = {"due": len(due), "delivered": 0, "retrying": 0, "failed": 0, "dropped": 0}
     for item in due:
         net, inst_id = item["networkId"], item["instanceId"]
-        lease = k.push_due_sk(now + LEASE_MS, net, inst_id, item["event"]["deliveryId"])
-        if not t.update(item["PK"], item["SK"], "SET GSI1SK = :lease", condition="GSI1SK = :seen",
-                        lease=lease, seen=item["GSI1SK"]):
+        if not store.lease(item, now + LEASE_MS):
             continue  # another run took it, or it was delivered (its marker has no due key)
         d = dirs.get(net) or dirs.setdefault(net, load(net))
         inst = d.instances.get(inst_id)
-        config = effective(inst, d.agents.get(inst["agent"]))[0] if inst and status(inst) != "stopped" else None
+        live = inst is not None and instance_status(inst) != "stopped"
+        config = effective(inst, d.agents.get(inst["agent"]))[0] if live else None
         if config is None:
-            t.delete_if(item["PK"], item["SK"], "attribute_exists(PK)")
+            store.drop(item)
             stats["dropped"] += 1
             continue
         outcome = attempt(net, inst_id, config, item["event"], int(item["attempts"]), int(item["firstAttemptAt"]))

@@ -3,25 +3,26 @@ instance when there is one; pending tasks are offered; pending tasks nobody is e
 parked, and offered as soon as someone is.
 
 A run has two phases, each bounded by ``batch`` tasks (``RELAYNET_SWEEP_BATCH``, default 500)
-and both by a time budget, all read through the sparse GSI1, never a scan:
+and both by a time budget, all read through the sparse routing index (relaynet.store.tasks),
+never a scan:
 
-1. *Due*: Query every routing shard (``ROUTE#<n>``, keys.route_pks, and the pre-shard ``ROUTE``)
-   for ``GSI1SK <= now``, oldest first, in parallel, each for its share of the batch; what a
-   shard with fewer due tasks leaves over goes to the shards that have more (:func:`_due`). These
-   are offers whose ``offerExpiresAt`` passed and pending tasks not yet routed. Each is offered
-   (an expired offer to an instance that has not let it expire, while one exists) or, when
-   nobody is eligible, parked in its wait group; either way it leaves the due range, so stuck
-   tasks never come back to the front of it.
-2. *Wake*: Query the ``WAITING#<n>`` marker shards (one marker per wait group: tasks with the
-   same target and creator exclusions, hence eligible for exactly the same instances) in
-   parallel, check each group against its network's directory (loaded once per run), and Query
-   only the groups someone is eligible for now, sharing the budget fairly between them, so a
-   network with 10,000 waiting tasks never starves another's single task. A task whose target
-   gains a live instance is offered by the first run that starts after that (the second, if it
-   was parked during a run). Stuck groups cost one marker read per run, never a read or write of
-   their tasks. Empty groups' markers are deleted (conditionally: nobody parked meanwhile); a
-   group nobody is eligible for is checked for emptiness at most every 10 minutes (one Query of
-   one item).
+1. *Due*: Query every routing shard (store.tasks.routing_partitions: the shards and the
+   pre-shard partition) for the tasks due by now, oldest first, in parallel, each for its share
+   of the batch; what a shard with fewer due tasks leaves over goes to the shards that have more
+   (:func:`_due`). These are offers whose ``offerExpiresAt`` passed and pending tasks not yet
+   routed. Each is offered (an expired offer to an instance that has not let it expire, while
+   one exists) or, when nobody is eligible, parked in its wait group; either way it leaves the
+   due range, so stuck tasks never come back to the front of it.
+2. *Wake*: Query the wait-marker shards (store.tasks.marker_partitions; one marker per wait
+   group: tasks with the same target and creator exclusions, hence eligible for exactly the
+   same instances) in parallel, check each group against its network's directory (loaded once
+   per run), and Query only the groups someone is eligible for now, sharing the budget fairly
+   between them, so a network with 10,000 waiting tasks never starves another's single task. A
+   task whose target gains a live instance is offered by the first run that starts after that
+   (the second, if it was parked during a run). Stuck groups cost one marker read per run, never
+   a read or write of their tasks. Empty groups' markers are deleted (conditionally: nobody
+   parked meanwhile); a group nobody is eligible for is checked for emptiness at most every 10
+   minutes (one Query of one item).
 
 The writes run in parallel too (:func:`_route_all`): the tasks of one network in order in one
 job (they share its directory, whose load counts decide who gets the next offer), the networks'
@@ -128,10 +129,10 @@ def _due(r: _Run, limit: int) -> list[dict[str, Any]]:
         for pk, (items, more) in zip(shards, r.map(page, shards)):
             out += items
             if more and items:
-                low[pk] = items[-1]["GSI1SK"] + " "  # just past the last one read (ids use no space)
+                low[pk] = store.routing_position(items[-1]) + " "  # just past the last one read (ids use no space)
             else:
                 del low[pk]
-    return sorted(out, key=lambda item: item["GSI1SK"])[:limit]  # oldest first across the shards
+    return sorted(out, key=store.routing_position)[:limit]  # oldest first across the shards
 
 
 def _route_all(r: _Run, tasks: list[dict[str, Any]]) -> None:
@@ -188,7 +189,7 @@ def _parked(r: _Run, ready: list[dict[str, Any]], limit: int) -> list[list[dict[
     Query per group in parallel; what a group with fewer tasks left over goes, in up to
     :data:`DUE_ROUNDS` rounds, to the groups not yet served and then to those that had more."""
     found: list[list[dict[str, Any]] | None] = [None] * len(ready)
-    after: dict[int, str] = {}  # group -> GSI1SK of the last task read from it
+    after: dict[int, str] = {}  # group -> routing position of the last task read from it
     todo = list(range(len(ready)))  # groups that may have more, those never queried first
     budget = limit
     for _ in range(DUE_ROUNDS):
@@ -207,7 +208,7 @@ def _parked(r: _Run, ready: list[dict[str, Any]], limit: int) -> list[list[dict[
             found[n] = (found[n] or []) + tasks
             budget -= len(tasks)
             if len(tasks) == shares[i]:
-                after[n] = tasks[-1]["GSI1SK"]
+                after[n] = store.routing_position(tasks[-1])
                 full.append(n)
         todo = [n for n in todo[len(shares):]] + full
     return found
@@ -236,7 +237,7 @@ def _close(r: _Run, marker: dict[str, Any]) -> None:
 
 
 def _route(task: dict[str, Any], d: Directory, now: int) -> list[str]:
-    """Route one task read from GSI1; returns what happened (``expired``, ``offered``, ``parked``,
+    """Route one task read from the routing index; returns what happened (``expired``, ``offered``, ``parked``,
     ``lost_races``; nothing when there was nothing to do)."""
     before = Before(task)
     net = task["networkId"]

@@ -41,7 +41,7 @@ from relaynet.a2a.wire import A2AError, PushConfig, PushConfigParams, belongs
 from relaynet.errors import InvalidArgument
 from relaynet.identity import Principal
 from relaynet.store import a2a_push as store
-from relaynet.store import keys as k
+from relaynet.store import events as event_store
 from relaynet.tasks import artifact_view
 
 LEASE_MS = 30_000  # a sender owns a config this long (longer than a few POSTs)
@@ -212,7 +212,7 @@ def dispatch(net: str, task_id: str) -> dict[str, int]:
             events = stream.updates(sent, view, set(sent.get("artifacts") or []))
             now = clock.now_ms()
             if not events:
-                if item.get("GSI1PK") and store.lease(item, now, now + LEASE_MS):
+                if store.listed_for_retry(item) and store.lease(item, now, now + LEASE_MS):
                     store.delivered(item, sent_of(view), int(item.get("lastStatus") or 0), now)  # caught up
                 continue
             if not store.lease(item, now, now + LEASE_MS):  # the holder reads again after it delivers
@@ -229,7 +229,7 @@ def dispatch(net: str, task_id: str) -> dict[str, int]:
 def notify(entry: dict[str, Any]) -> dict[str, int]:
     """The deliveries one committed history entry makes (a stream INSERT's new image, at the write
     or from the stream): only a task transition's entry marked ``a2aPush``; others give ``{}``."""
-    net = k.events_network(str(entry.get("PK", "")))
+    net = event_store.network_of(entry)
     if net is None or not entry.get("a2aPush") or not entry.get("taskId"):
         return {}
     return dispatch(net, entry["taskId"])

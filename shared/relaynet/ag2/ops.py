@@ -444,15 +444,11 @@ def _read(net: str, channel_id: str) -> tuple[dict[str, Any], dict[str, Any] | N
     """(head, handshake, envelope items in seq order) of one channel, one Query; NotFoundError.
     A channel past its TTL is expired first, with its ``expired`` envelope (relaynet.channels
     .expire_past_ttl), and read again."""
-    items = store.channel_items(net, channel_id)
-    head = next((i for i in items if i["SK"] == "HEAD"), None)
+    head, hs, envs = store.channel(net, channel_id)
     if head is not None and head.get("type") in CHANNEL_TYPES and channels.expire_past_ttl(head, clock.now_ms()):
-        items = store.channel_items(net, channel_id)
-        head = next((i for i in items if i["SK"] == "HEAD"), None)
+        head, hs, envs = store.channel(net, channel_id)
     if head is None or head.get("type") not in CHANNEL_TYPES:
         raise NotFoundError(f"channel not found: {channel_id}")
-    hs = next((i for i in items if i["SK"] == "AG2"), None)
-    envs = sorted((i for i in items if i["SK"].startswith("ENV#")), key=lambda i: int(i["seq"]))
     return head, hs, envs
 
 

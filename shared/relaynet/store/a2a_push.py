@@ -99,3 +99,9 @@ def failed(item: dict[str, Any], status: int, error: str, attempts: int, first_m
 def due(now_ms: int, limit: int) -> list[dict[str, Any]]:
     """Configs whose retry is due (GSI1 ``A2APUSHRETRY``, oldest due first)."""
     return t.query(RETRY_PK, index="GSI1", sk_between=("0", f"{now_ms:013d}~"), limit=limit)
+
+
+def listed_for_retry(item: dict[str, Any]) -> bool:
+    """Whether the config ``item``, as read, is listed in GSI1 ``A2APUSHRETRY`` (a failed send
+    waiting for its retry: :func:`failed` with a due time; :func:`delivered` unlists it)."""
+    return bool(item.get("GSI1PK"))

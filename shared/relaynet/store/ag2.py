@@ -318,3 +318,23 @@ def put_checkpoint(net: str, task_id: str, writer: str, state: dict[str, Any]) -
 def checkpoint(net: str, task_id: str) -> dict[str, Any] | None:
     """``{state, writer}`` of a task's snapshot, or None."""
     return t.get(_tasks_pk(net), f"CKPT#{task_id}")
+
+
+# -- channels as read, and items as written ----------------------------------------------------
+
+def channel_of(item: dict[str, Any]) -> tuple[str, str] | None:
+    """``(network id, channel id)`` of the channel partition ``item`` (an item as written: a
+    stream image decoded) is in, or None for an item of any other partition
+    (:func:`parse_channel_pk`). KeyError when ``item`` has no key."""
+    return parse_channel_pk(item["PK"])
+
+
+def channel(net: str, channel_id: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None, list[dict[str, Any]]]:
+    """(head or None, AG2 handshake or None, envelope items in ``seq`` order) of one channel:
+    :func:`channel_items`' one strongly consistent Query, split by sort key (keys.channel_head,
+    ``AG2``: :func:`handshake_item`, keys.envelope)."""
+    items = channel_items(net, channel_id)
+    head = next((i for i in items if i["SK"] == "HEAD"), None)
+    hs = next((i for i in items if i["SK"] == "AG2"), None)
+    envs = sorted((i for i in items if i["SK"].startswith("ENV#")), key=lambda i: int(i["seq"]))
+    return head, hs, envs

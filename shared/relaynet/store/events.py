@@ -29,3 +29,26 @@ def newest_first(net: str, before_id: str | None, page_size: int, now_s: int) ->
         if not item["SK"].startswith(_EVT) or int(item.get("ttl") or now_s + 1) <= now_s:
             continue
         yield {key: v for key, v in item.items() if key not in ("PK", "SK", "ttl")}
+
+
+def network_of(item: dict[str, Any]) -> str | None:
+    """The network whose event stream partition ``item`` (an item as written: a stream image
+    decoded, a commit's item) is in (keys.events_network), or None for any other item."""
+    return k.events_network(str(item.get("PK", "")))
+
+
+def is_event(item: dict[str, Any]) -> bool:
+    """Whether ``item`` sits at an event's sort key (``EVT#<ulid>``) of its partition."""
+    return str(item.get("SK", "")).startswith(_EVT)
+
+
+def oldest_after(net: str, after_id: str, page_size: int) -> Iterator[dict[str, Any]]:
+    """The network's event items with ids above ``after_id``, oldest first, lazily
+    (``page_size`` per strongly consistent Query, the next one only when iterated past the
+    last), as stored (keys and ``ttl`` kept, those past their ``ttl`` too); stops at the first
+    item that is not an event (:func:`is_event`)."""
+    pk, after = k.event(net, after_id)
+    for item in t.iterate(pk, sk_gt=after, page_size=page_size):
+        if not is_event(item):
+            return
+        yield item

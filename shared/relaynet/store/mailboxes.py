@@ -13,7 +13,7 @@ import hashlib
 import json
 import random
 import time
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field
@@ -432,3 +432,36 @@ def walk_conversation(rep: str, conversation_id: str, before_id: str | None, pag
 def mailbox_actions(net: str, msg: dict[str, Any], mailboxes: list[dict[str, str]]) -> list[dict[str, Any]]:
     """The Puts of ``msg`` whole (no thread copy: e.g. a channel's envelope notice) in each of ``mailboxes``."""
     return [t.tx_put(mailbox_item(net, a, msg)) for a in mailboxes]
+
+
+# --------------------------------------------------------------------------- mail in committed items
+
+_MAILBOX = "#MBOX#"
+
+
+def mailbox_of(item: dict[str, Any]) -> tuple[str, dict[str, str]] | None:
+    """``(network id, {"agent": name} | {"instanceId": id})`` of the mailbox whose partition
+    ``item`` (any item as written: a stream image decoded, a commit's item) is in, else None
+    (keys.parse_mailbox_pk). Whether it is a mailbox entry is :func:`message_id`'s to say."""
+    return k.parse_mailbox_pk(str(item.get("PK", "")))
+
+
+def mailbox_key(entry: dict[str, Any]) -> str:
+    """The partition key of a mailbox entry (keys.mailbox_pk of its mailbox), as
+    relaynet.a2a.bridge.run's ``mailboxes`` takes it. KeyError when ``entry`` has no key."""
+    return entry["PK"]
+
+
+def on_commit(listener: Callable[[list[dict[str, Any]]], None]) -> Callable[[], None]:
+    """Call ``listener`` with the raw items (DynamoDB attribute values, undecoded) of every write
+    this process commits (relaynet.store.table.on_commit); pass them to :func:`committed_mail`.
+    Returns the function that removes it."""
+    return t.on_commit(listener)
+
+
+def committed_mail(images: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The items, decoded, of the raw committed ``images`` that are in a mailbox partition; the
+    others are skipped before decoding (a look at their partition key)."""
+    for image in images:
+        if _MAILBOX in (image.get("PK") or {}).get("S", ""):
+            yield t.decode(image)

@@ -248,3 +248,10 @@ def publish_artifact(net: str, artifact: dict[str, Any]) -> None:
     if artifact.get("taskId"):
         actions.append(t.tx_check(*k.task(net, artifact["taskId"]), "attribute_exists(PK)"))
     t.transact(actions)
+
+
+def routing_position(item: dict[str, Any]) -> str:
+    """Where a task item read from the routing index sits in its partition (its ``GSI1SK``: due
+    or parked time first, so positions sort oldest first): what :func:`due_page`'s ``low`` and
+    :func:`parked_page`'s ``after`` take to go on past it. KeyError for an item not in it."""
+    return item["GSI1SK"]
