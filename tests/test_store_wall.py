@@ -44,7 +44,6 @@ ALLOWED = {
     # keys-a: converted one module a commit
     "shared/relaynet/admin.py": "keys-a: next",
     "shared/relaynet/identity.py": "keys-a: next",
-    "shared/relaynet/cursors.py": "keys-a: next",
     "shared/relaynet/supervision.py": "keys-a: next",
     "shared/relaynet/claims.py": "keys-a: next",
     "shared/relaynet/http/idempotency.py": "keys-a: next",
