@@ -43,8 +43,6 @@ ALLOWED = {
     "functions/a2a_bridge.py": "being moved in the sibling branch keys-b",
     # keys-a: converted one module a commit
     "shared/relaynet/admin.py": "keys-a: next",
-    "shared/relaynet/identity.py": "keys-a: next",
-    "shared/relaynet/supervision.py": "keys-a: next",
     "shared/relaynet/claims.py": "keys-a: next",
     "shared/relaynet/http/idempotency.py": "keys-a: next",
     # not domain code
