@@ -42,7 +42,6 @@ ALLOWED = {
     "functions/ag2_notifier.py": "being moved in the sibling branch keys-b",
     "functions/a2a_bridge.py": "being moved in the sibling branch keys-b",
     # keys-a: converted one module a commit
-    "shared/relaynet/admin.py": "keys-a: next",
     "shared/relaynet/claims.py": "keys-a: next",
     "shared/relaynet/http/idempotency.py": "keys-a: next",
     # not domain code
