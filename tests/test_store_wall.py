@@ -43,7 +43,6 @@ ALLOWED = {
     "functions/a2a_bridge.py": "being moved in the sibling branch keys-b",
     # keys-a: converted one module a commit
     "shared/relaynet/claims.py": "keys-a: next",
-    "shared/relaynet/http/idempotency.py": "keys-a: next",
     # not domain code
     "shared/relaynet/stream_targets.py": "generated from template.yaml's stream FilterCriteria, which name the "
                                          "table's attributes (make generate)",
