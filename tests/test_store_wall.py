@@ -41,8 +41,6 @@ ALLOWED = {
     "shared/relaynet/stream_records.py": "being moved in the sibling branch keys-b",
     "functions/ag2_notifier.py": "being moved in the sibling branch keys-b",
     "functions/a2a_bridge.py": "being moved in the sibling branch keys-b",
-    # keys-a: converted one module a commit
-    "shared/relaynet/claims.py": "keys-a: next",
     # not domain code
     "shared/relaynet/stream_targets.py": "generated from template.yaml's stream FilterCriteria, which name the "
                                          "table's attributes (make generate)",
