@@ -20,8 +20,7 @@ from relaynet.models.common import NAME_PATTERN
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import a2a as a2a_store
 from relaynet.store import directory as dir_store
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import networks as store
 
 Grant = Literal["observe", "communicate", "delegate", "operate"]
 
@@ -212,25 +211,17 @@ def _check(specs: list[NetworkSpec], check_store: bool) -> None:
 
 def existing_network_names(names) -> list[str]:
     """Which of ``names`` already exist in the table."""
-    got = t.batch_get([k.network_name(n) for n in names]) if names else {}
-    return [pk.split("#", 1)[1] for pk, _ in got]
+    return store.existing_names(names)
 
 
 def _network_id(name: str) -> tuple[str, bool]:
     """The id of network ``name``, creating it if needed: (id, created)."""
-    existing = t.get(*k.network_name(name))
+    existing = store.name_item(name)
     if existing:
         return existing["networkId"], False
     net_id = ids.new_id("net")
-    pk, sk = k.network_name(name)
-    try:
-        t.transact([
-            t.tx_put({"PK": pk, "SK": sk, "networkId": net_id}, "attribute_not_exists(PK)"),
-            t.tx_put({"PK": k.net(net_id), "SK": k.META, "id": net_id, "name": name, "createdAt": clock.now_iso(),
-                      dir_store.PUSH_STATE: "none"}, "attribute_not_exists(PK)"),
-        ])
-    except t.TransactionCancelled:
-        return t.get(*k.network_name(name))["networkId"], False
+    if not store.create_network(net_id, name, clock.now_iso()):
+        return store.name_item(name)["networkId"], False
     return net_id, True
 
 
@@ -267,7 +258,6 @@ def _apply_network(net_id: str, spec: NetworkSpec) -> dict[str, list[dict[str, s
     for agent in spec.agents:
         for slug in agent.groups:
             membership.setdefault(slug, set()).add(agent.name)
-    pk = k.net(net_id)
     if any(agent.push is not None for agent in spec.agents):  # before the configs (has_push_config)
         dir_store.mark_push_configured(net_id)
     for agent in spec.agents:
@@ -276,14 +266,14 @@ def _apply_network(net_id: str, spec: NetworkSpec) -> dict[str, list[dict[str, s
         for resp in doc["responsibilities"]:
             if resp["resource"] is not None:
                 resp["resource"] = normalise_resource(resp["resource"])
-        t.put({"PK": pk, "SK": k.agent(net_id, agent.name)[1], "type": "agent", **doc})
+        store.put_agent(net_id, agent.name, doc)
     for slug, members in membership.items():
-        t.put({"PK": pk, "SK": k.group(net_id, slug)[1], "type": "group", "slug": slug, "members": sorted(members)})
+        store.put_group(net_id, slug, sorted(members))
     resource_keys = {normalise_resource(r.key) for r in spec.resources}
     resource_keys |= {normalise_resource(r.resource) for a in spec.agents for r in a.responsibilities if r.resource}
     for key in sorted(resource_keys):
-        t.put({"PK": pk, "SK": k.resource(net_id, key)[1], "type": "resource", "key": key})
-    existing = [i for i in t.query(pk, sk_prefix="INST#")]
+        store.put_resource(net_id, key)
+    existing = store.instances(net_id)
     created: dict[str, list[dict[str, str]]] = {}
     for agent in spec.agents:
         mine = [i for i in existing if i["agent"] == agent.name]
@@ -302,19 +292,14 @@ def _apply_network(net_id: str, spec: NetworkSpec) -> dict[str, list[dict[str, s
 def _apply_representative(rep: RepresentativeSpec, net_ids: dict[str, str]) -> str | None:
     grants = {}
     for name, level in rep.grants.items():
-        grants[net_ids.get(name) or t.get(*k.network_name(name))["networkId"]] = level
-    pk, sk = k.representative(rep.name)
-    existing = t.get(pk, sk)
+        grants[net_ids.get(name) or store.name_item(name)["networkId"]] = level
+    existing = dir_store.representative(rep.name)
     if existing:
-        t.update(pk, sk, "SET grants = :g", g=grants)
+        store.set_grants(rep.name, grants)
         return None
     token = mint_token(REPRESENTATIVE_PREFIX)
     principal = Principal("representative", rep=rep.name)
-    t.transact([
-        t.tx_put({"PK": pk, "SK": sk, "id": ids.new_id("rep"), "name": rep.name, "grants": grants,
-                  "createdAt": clock.now_iso()}, "attribute_not_exists(PK)"),
-        t.tx_put(token_item(token, principal), "attribute_not_exists(PK)"),
-    ])
+    store.register_representative(rep.name, ids.new_id("rep"), grants, clock.now_iso(), token_item(token, principal))
     return token
 
 
@@ -325,10 +310,10 @@ def launch(network: str, agent: str) -> dict[str, str]:
     """
     if network.startswith("net_"):
         net_id = network
-        if t.get(*k.network(net_id)) is None:
+        if store.network(net_id) is None:
             raise NotFound(f"no network {network!r}")
     else:
-        item = t.get(*k.network_name(network))
+        item = store.name_item(network)
         if item is None:
             raise NotFound(f"no network named {network!r}")
         net_id = item["networkId"]

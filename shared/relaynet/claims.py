@@ -71,7 +71,6 @@ from relaynet.identity import Principal
 from relaynet.models.worker import ClaimRequest, ClaimsCheckRequest, ReleaseRequest
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import claims as store
-from relaynet.store import keys as k
 from relaynet.store import tasks as task_store
 from relaynet.store.table import MAX_TRANSACT_ITEMS
 
@@ -187,7 +186,7 @@ class _Claiming:
     def __init__(self, principal: Principal, req: ClaimRequest, scope: str, resource_id: str | None):
         self.p, self.req, self.scope, self.resource_id = principal, req, scope, resource_id
         self.net, self.me = principal.network_id, principal.instance_id
-        self.pk = k.claim_tree_pk(self.net, req.scopeType, resource_id)
+        self.pk = store.tree_pk(self.net, req.scopeType, resource_id)
         self.anchor = anchor(req.scopeType, scope)
         self.anchor_path = "/".join(self.anchor)
         self.sk = store.tree_sk(self.anchor_path, self.me, scope)
@@ -224,10 +223,10 @@ class _Claiming:
         raise Conflict("in_progress", "too many concurrent claims on this scope; retry", headers={"Retry-After": "1"})
 
     def _announcement(self, now: int) -> dict[str, Any]:
-        return {"PK": self.pk, "SK": self.sk, "kind": "claim", "state": "pending", "attempt": secrets.token_hex(8),
-                "rev": 0, "id": ids.new_id("clm"), "scopeType": self.req.scopeType, "scope": self.scope,
-                "resourceId": self.resource_id, "holder": self.p.actor, "anchor": self.anchor_path,
-                "announcedAt": now, "createdAt": clock.iso(now), "ttl": now // 1000 + store.PENDING_KEEP_S}
+        return store.tree_item(self.pk, self.sk, kind="claim", state="pending", attempt=secrets.token_hex(8),
+                               rev=0, id=ids.new_id("clm"), scopeType=self.req.scopeType, scope=self.scope,
+                               resourceId=self.resource_id, holder=self.p.actor, anchor=self.anchor_path,
+                               announcedAt=now, createdAt=clock.iso(now), ttl=now // 1000 + store.PENDING_KEEP_S)
 
     def _over(self, seen: dict[str, Any], mine: dict[str, Any], now: int) -> dict[str, Any] | None:
         """Our own item was already there. Returns the renewal's result, ``mine`` once our
@@ -277,10 +276,10 @@ class _Claiming:
         while self.attempts < MAX_ATTEMPTS:
             now = clock.now_ms()
             around = store.read_around(self.pk, self.anchor, exact_only=self.req.scopeType == "task")
-            current = next((i for i in around if i["SK"] == self.sk), None)
+            current = next((i for i in around if store.sk_of(i) == self.sk), None)
             if current is None or current.get("attempt") != mine["attempt"]:
                 return None
-            others = [i for i in around if i["SK"] != self.sk and not store.is_high_water(i)]
+            others = [i for i in around if store.sk_of(i) != self.sk and not store.is_high_water(i)]
             overlapping = [i for i in others if self.overlaps(i["scope"])]
             rivals = [i for i in overlapping if is_active(i, now) and i["holder"].get("instanceId") != self.me]
             if current.get("state") == "granted":
@@ -527,7 +526,7 @@ def _release_each(net: str, items: list[dict[str, Any]], wanted: Callable[[dict[
             try:
                 store.commit(_hub_release(net, item, now))
             except store.TransactionCancelled:  # renewed, released or moved meanwhile
-                item = store.get_tree(c["PK"], c["SK"])
+                item = store.get_tree(*store.tree_key(c))
                 if item is None or item.get("id") != c["id"] or not wanted(item):
                     break
                 _backoff(attempt)
@@ -556,11 +555,11 @@ def migrate_network(net: str) -> int:
             except store.TransactionCancelled:
                 pass
             continue
-        pk = k.claim_tree_pk(net, item["scopeType"], item.get("resourceId"))
+        pk = store.tree_pk(net, item["scopeType"], item.get("resourceId"))
         at = anchor(item["scopeType"], item["scope"])
         ref_ttl = int(item["expiresAt"]) // 1000 + 2 * store.KEEP_AFTER_END_S
-        tree = {**{f: v for f, v in item.items() if f not in ("PK", "SK", "kind", "ttl")},
-                "PK": pk, "SK": store.tree_sk("/".join(at), item["holder"].get("instanceId", ""), item["scope"]),
+        sk = store.tree_sk("/".join(at), item["holder"].get("instanceId", ""), item["scope"])
+        tree = {**store.rekeyed(item, pk, sk, drop=("kind", "ttl")),
                 "kind": "claim", "state": "granted", "attempt": "migrated", "rev": 0, "anchor": "/".join(at),
                 "refTtl": ref_ttl, "ttl": int(item["expiresAt"]) // 1000 + store.KEEP_AFTER_END_S}
         actions = [*store.migrate_actions(net, item, tree, ref_ttl),

@@ -10,7 +10,7 @@ after it, never into a page already read).
 A cursor is opaque to clients and tamper-evident: ``<base64url(JSON)>.<base64url(HMAC-SHA256)>``
 over the position and what it is valid for (the tool and action, the network, the caller, and
 the filter arguments of the call that returned it; ``limit`` may change between pages). The
-signing key is 32 random bytes kept in the table (``relaynet.store.keys.cursor_key``), created
+signing key is 32 random bytes kept in the table (``relaynet.store.cursors``), created
 by ``relaynet admin apply`` (every network passes through it before any token exists) and read
 once per process. A cursor that does not decode, carries a bad signature, or was issued for
 another list, network, caller or filter is 400 ``invalid_argument`` naming the field ``cursor``.
@@ -27,8 +27,7 @@ import secrets
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from relaynet.errors import InvalidArgument, RelaynetError
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import cursors as store
 
 T = TypeVar("T")
 MAX_CURSOR_CHARS = 2048
@@ -37,23 +36,21 @@ _keys: dict[tuple[str, str | None], tuple[Any, bytes]] = {}  # (table, entry poi
 
 def ensure_key() -> None:
     """Create the deployment's signing key if the table has none (idempotent; admin apply)."""
-    pk, sk = k.cursor_key()
-    if t.get(pk, sk) is None:
-        t.put({"PK": pk, "SK": sk, "secret": secrets.token_hex(32)}, "attribute_not_exists(PK)")
+    if store.secret() is None:
+        store.create(secrets.token_hex(32))
 
 
 def _key() -> bytes:
     """The signing key, read once per entry point (as each Lambda container does; the local
     stack runs every function in one process) and client (a new client, as after
     ``table.reset()``, may talk to another table of the same name: read again)."""
-    decl = t.current_declaration()
-    name, client = (t.table_name(), decl.owner if decl else None), t.client()
+    name, client = store.reader()
     cached = _keys.get(name)
     if cached is None or cached[0] is not client:
-        item = t.get(*k.cursor_key())
-        if item is None:
+        secret = store.secret()
+        if secret is None:
             raise RelaynetError("this table has no cursor key: run `relaynet admin apply` once")
-        cached = _keys[name] = (client, bytes.fromhex(item["secret"]))
+        cached = _keys[name] = (client, bytes.fromhex(secret))
     return cached[1]
 
 

@@ -17,8 +17,7 @@ from typing import Any, Iterator
 from relaynet import clock, ids
 from relaynet.config import settings
 from relaynet.errors import NotFound, Unauthenticated
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import identity as store
 
 INSTANCE_PREFIX = "rn_inst_"
 REPRESENTATIVE_PREFIX = "rn_rep_"
@@ -99,7 +98,7 @@ def authorize_hash(token_hash: str) -> Principal | None:
     """The principal of the token whose SHA-256 hex digest is ``token_hash``, or None (unknown or
     revoked): one eventually consistent GetItem. For a caller that keeps the hash, not the token
     (an AG2 connection re-checking the token it attached with, relaynet.ag2.ops)."""
-    item = t.get(*k.token(token_hash), consistent=False)
+    item = store.token(token_hash)
     if not item or item.get("revoked"):
         return None
     return Principal(kind=item["kind"], network_id=item.get("networkId"), instance_id=item.get("instanceId"),
@@ -116,8 +115,7 @@ def bearer(header: str | None) -> str | None:
 
 def token_item(token: str, principal: Principal) -> dict[str, Any]:
     """The token item for ``principal``: only the hash of ``token`` is stored."""
-    pk, sk = k.token(hash_token(token))
-    return {"PK": pk, "SK": sk, **principal.context(), "createdAt": clock.now_iso()}
+    return store.token_item(hash_token(token), principal.context(), clock.now_iso())
 
 
 def launch_instance(network_id: str, agent: str) -> dict[str, str]:
@@ -126,19 +124,14 @@ def launch_instance(network_id: str, agent: str) -> dict[str, str]:
     Returns ``{"instanceId", "token"}`` (the token is shown once). Raises NotFound for an
     unknown agent. ``lastSeenAt`` is set now, so the instance is live until the presence timeout.
     """
-    if t.get(*k.agent(network_id, agent)) is None:
+    if store.agent(network_id, agent) is None:
         raise NotFound(f"agent {agent!r} does not exist")
     inst_id = ids.new_id("inst")
     token = mint_token(INSTANCE_PREFIX)
     now = clock.now_ms()
-    pk, sk = k.instance(network_id, inst_id)
-    t.transact([
-        t.tx_put({"PK": pk, "SK": sk, "type": "instance", "id": inst_id, "agent": agent, "status": "available",
-                  "capabilities": [], "createdAt": clock.iso(now), "lastSeenAt": now, "tokenHash": hash_token(token)},
-                 "attribute_not_exists(PK)"),
-        t.tx_put(token_item(token, Principal("instance", network_id, inst_id, agent)), "attribute_not_exists(PK)"),
-        t.tx_check(*k.agent(network_id, agent), "attribute_exists(PK)"),
-    ])
+    store.register_instance(network_id, inst_id, agent, token_hash=hash_token(token), now_ms=now,
+                            created_at=clock.iso(now),
+                            token=token_item(token, Principal("instance", network_id, inst_id, agent)))
     return {"instanceId": inst_id, "token": token}
 
 
@@ -170,9 +163,7 @@ def touch(principal: Principal, now_ms: int | None = None) -> bool:
         if len(_last_written) >= _MAX_REMEMBERED:
             _last_written.clear()
         _last_written[principal.instance_id] = now
-    t.update(*k.instance(principal.network_id, principal.instance_id), "SET lastSeenAt = :now",
-             condition="attribute_exists(PK) AND lastSeenAt <= :cutoff",
-             now=now, cutoff=now - PRESENCE_WRITE_INTERVAL_MS)
+    store.touch(principal.network_id, principal.instance_id, now, now - PRESENCE_WRITE_INTERVAL_MS)
     return True
 
 

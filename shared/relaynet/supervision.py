@@ -19,8 +19,7 @@ from typing import Any
 
 from relaynet import clock
 from relaynet.identity import Principal
-from relaynet.store import keys as k
-from relaynet.store import table as t
+from relaynet.store import identity as store
 
 __all__ = ["EXPIRES_AFTER_SECONDS", "HEARTBEAT_SECONDS", "set_state", "view"]
 
@@ -40,14 +39,12 @@ def set_state(principal: Principal, req: Any) -> dict[str, Any]:
         "updatedAt": clock.iso(now),
         "expiresAtMs": None if req.state == "stopped" else now + EXPIRES_AFTER_SECONDS * 1000,
     }
-    key = k.instance(principal.network_id, principal.instance_id)
     if req.lastRun is None:  # a supervisor that ran nothing yet (a restarted one): the last run stays known
-        item = t.update(*key, "SET supervisor = :s", condition="attribute_exists(PK)", return_new=True, s=report)
+        item = store.set_supervisor(principal.network_id, principal.instance_id, report)
         last = (item or {}).get("supervisorLastRun")
     else:
         last = req.lastRun.model_dump()
-        t.update(*key, "SET supervisor = :s, supervisorLastRun = :l", condition="attribute_exists(PK)",
-                 s=report, l=last)
+        store.set_supervisor(principal.network_id, principal.instance_id, report, last)
     return {"supervisor": view(report, now, last)}
 
 

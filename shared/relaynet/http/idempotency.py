@@ -1,6 +1,7 @@
 """``Idempotency-Key`` for creating writes, with powertools' idempotency utility on the
 project's own table (PROTOCOL.md 2). Records live at ``PK = idempotency#relaynet``,
-``SK = <hash of tool, caller and key>`` and expire through the table's TTL attribute after 1 h.
+``SK = <hash of tool, caller and key>`` (laid out by relaynet.store.idempotency) and expire
+through the table's TTL attribute after 1 h.
 
 What powertools gives: the same key and body within the hour answers the stored first response
 and runs nothing; the same key with another body is 409 ``already_exists``; a second request
@@ -20,7 +21,7 @@ completes it (UpdateItem) after, two requests of their own. Its persistence laye
 the domain's TransactWriteItems (``save_inprogress`` writes at once and must raise before the call
 runs; the call's writes are not known to it), so :class:`RidingPersistence` keeps powertools'
 record, conditions and flow and only defers the in-progress PutItem: it rides as one more item of
-the call's first transaction (relaynet.store.table.ride), committing atomically with the call's
+the call's first transaction (relaynet.store.idempotency.ride), committing atomically with the call's
 first change. A keyed write costs one request more than without the key (the completing
 UpdateItem) instead of two. What a client sees is the same: a retry after the first completed
 gets the stored response; a retry while the first is running past its first write is 409
@@ -54,7 +55,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import S
 from relaynet import clock
 from relaynet.errors import Answered, Conflict, InvalidArgument, RelaynetError
 from relaynet.identity import Principal, request_key
-from relaynet.store import table
+from relaynet.store import idempotency as store
 
 TTL_SECONDS = 3600
 MAX_KEY_LENGTH = 255
@@ -76,9 +77,8 @@ class RidingPersistence(DynamoDBPersistenceLayer):
     first write (see the module docstring). One instance per keyed call (it holds that call's
     record); ``defer=False`` behaves exactly as powertools' own layer."""
 
-    def __init__(self, table_name: str, client: Any, defer: bool = True):
-        super().__init__(table_name=table_name, key_attr="PK", sort_key_attr="SK",
-                         static_pk_value="idempotency#relaynet", expiry_attr="ttl", boto3_client=client)
+    def __init__(self, defer: bool = True):
+        super().__init__(**store.persistence_args())
         self.defer = defer
         self.pending: dict[str, Any] | None = None  # the Put action of the in-progress record
         self.rider: Any = None  # relaynet.store.table's rider, once the call runs
@@ -99,9 +99,9 @@ class RidingPersistence(DynamoDBPersistenceLayer):
 
     def _update_record(self, data_record: Any) -> None:
         if not self._written():  # the call wrote nothing: the record goes out now, then completes
-            with table.ride(self.pending) as rider:
+            with store.ride(self.pending) as rider:
                 self.rider = rider
-                table.flush_rider()
+                store.flush_rider()
         super()._update_record(data_record)
 
     def _delete_record(self, data_record: Any) -> None:
@@ -173,14 +173,14 @@ def once(tool: str, principal: Principal, key: str, body: dict[str, Any], fn: Ca
     scoped = f"{tool}#{who}#{key}"
 
     def attempt(defer: bool) -> dict[str, Any]:
-        persistence = RidingPersistence(table.table_name(), table.client(), defer=defer)
+        persistence = RidingPersistence(defer=defer)
 
         @idempotent_function(data_keyword_argument="request", persistence_store=persistence, config=_CONFIG)
         def run(request: dict[str, Any]) -> dict[str, Any]:
             with request_key(scoped):
                 if persistence.pending is None:
                     return kept(fn)
-                with table.ride(persistence.pending) as rider:
+                with store.ride(persistence.pending) as rider:
                     persistence.rider = rider
                     return kept(fn)
 
@@ -198,7 +198,7 @@ def once(tool: str, principal: Principal, key: str, body: dict[str, Any], fn: Ca
     try:
         try:
             result = attempt(defer=True)
-        except table.RiderRefused:  # another request holds the key: answer as powertools does for a retry
+        except store.RiderRefused:  # another request holds the key: answer as powertools does for a retry
             result = attempt(defer=False)
         error = result.get(KEPT_ERROR) if isinstance(result, dict) else None
         if error is not None:

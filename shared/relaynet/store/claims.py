@@ -348,3 +348,33 @@ def delete_head(net: str) -> bool:
 def commit(actions: list[dict[str, Any]]) -> None:
     """One TransactWriteItems; TransactionCancelled when an item moved since it was read."""
     t.transact(actions)
+
+
+# --------------------------------------------------------------------------- a tree item's key, for relaynet.claims
+
+
+def tree_pk(net: str, scope_type: str, resource_id: str | None) -> str:
+    """The partition of the claim tree of one namespace: ``NET#<net>#CLAIMTREE#<scopeType>#<resourceId>``
+    (module docstring; relaynet.store.keys.claim_tree_pk)."""
+    return k.claim_tree_pk(net, scope_type, resource_id)
+
+
+def tree_key(item: dict[str, Any]) -> tuple[str, str]:
+    """``(pk, sk)`` of a tree item as read: where to read it again (:func:`get_tree`)."""
+    return item["PK"], item["SK"]
+
+
+def sk_of(item: dict[str, Any]) -> str:
+    """The sort key of a tree item as read (:func:`tree_sk`, :func:`high_water_sk`)."""
+    return item["SK"]
+
+
+def tree_item(pk: str, sk: str, **fields: Any) -> dict[str, Any]:
+    """A tree item at ``(pk, sk)`` with ``fields`` (an announcement for :func:`announce`)."""
+    return {"PK": pk, "SK": sk, **fields}
+
+
+def rekeyed(item: dict[str, Any], pk: str, sk: str, *, drop: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``item``'s fields but its key and ``drop``, at ``(pk, sk)``: a claim moving to a new place
+    (a claim of the layout before issue 25 moving into its tree, relaynet.claims.migrate_network)."""
+    return {**{f: v for f, v in item.items() if f not in ("PK", "SK", *drop)}, "PK": pk, "SK": sk}
