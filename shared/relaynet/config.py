@@ -78,6 +78,9 @@ class Settings(BaseModel):
         mailbox_cap: undelivered messages a mailbox holds before sends to it are 429
             (``RELAYNET_MAILBOX_CAP``, 1000; >= 1; relaynet.limits).
         max_fanout: mailboxes one message may reach (``RELAYNET_MAX_FANOUT``, 200; >= 1).
+        ag2_invite_timeout: seconds an AG2 channel's invitees have to ack before the keepalive
+            closes it with ``invite_timeout`` (``RELAYNET_AG2_INVITE_TIMEOUT_SECONDS``, 30, as
+            AG2's ``Hub(invite_ack_timeout=30.0)``; > 0, at most 3600; docs/protocol.md 12).
         cache_seconds: how long a container keeps representative grants and agent and group
             definitions it read (``RELAYNET_CACHE_SECONDS``, 5; 0 turns the caches off;
             relaynet.cache): the bound on how stale they can be.
@@ -108,6 +111,8 @@ class Settings(BaseModel):
                                       pattern=r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~\-/]*)?$", max_length=512)
     mailbox_cap: int = Field(1000, alias="RELAYNET_MAILBOX_CAP", ge=1)
     max_fanout: int = Field(200, alias="RELAYNET_MAX_FANOUT", ge=1)
+    ag2_invite_timeout: float = Field(30.0, alias="RELAYNET_AG2_INVITE_TIMEOUT_SECONDS", gt=0, le=3600,
+                                      allow_inf_nan=False)
     cache_seconds: float = Field(5.0, alias="RELAYNET_CACHE_SECONDS", ge=0, allow_inf_nan=False)
     metrics: bool = True
     tracing: bool = False

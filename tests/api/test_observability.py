@@ -92,6 +92,8 @@ def test_a_bad_setting_fails_at_load_naming_the_variable():
     ("RELAYNET_PUSH_ALLOW_LOOPBACK", "maybe"),
     ("RELAYNET_PUSH_TIMEOUT_SECONDS", "0"),
     ("RELAYNET_MAILBOX_CAP", "1.5"),
+    ("RELAYNET_AG2_INVITE_TIMEOUT_SECONDS", "0"),
+    ("RELAYNET_AG2_INVITE_TIMEOUT_SECONDS", "3601"),
     ("POWERTOOLS_METRICS_DISABLED", "sometimes"),
 ])
 def test_each_bad_value_names_its_variable(name, value):

@@ -27,12 +27,14 @@ from tests.e2e.conftest import Hub, start_hub, stop_hub  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 WAIT = 15.0
+INVITE_TIMEOUT_S = 8  # the hub's RELAYNET_AG2_INVITE_TIMEOUT_SECONDS (AG2's and the default: 30)
 
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     """The demo network on a local stack whose Python cannot import ``ag2`` (nor ``mcp``)."""
-    h = start_hub(tmp_path_factory.mktemp("hub"), env={"PYTHONPATH": str(ROOT / "tests" / "e2e" / "without_ag2")})
+    h = start_hub(tmp_path_factory.mktemp("hub"), env={"PYTHONPATH": str(ROOT / "tests" / "e2e" / "without_ag2"),
+                                                      "RELAYNET_AG2_INVITE_TIMEOUT_SECONDS": str(INVITE_TIMEOUT_S)})
     yield h
     stop_hub(h)
 
@@ -486,8 +488,10 @@ def test_observed_tasks_and_checkpoints_belong_to_their_owner(hub):
 
 
 def test_an_invite_nobody_acks_closes_the_channel_with_invite_timeout(hub):
-    """AG2's handshake times out after 30 s: the keepalive (on the local sweep timer) closes the
-    channel; the creator's own request has timed out client-side by then."""
+    """AG2's handshake times out (after RELAYNET_AG2_INVITE_TIMEOUT_SECONDS, here 8 s; 30 by
+    default, as AG2's hub): the keepalive (on the local sweep timer) closes the channel; the
+    creator's own request (a 5 s rpc timeout here) has timed out client-side by then, and the
+    channel is still pending until the timeout has passed."""
     async def story():
         a, b = HubClient(WsLink(ws_url(hub)), rpc_timeout=5), HubClient(WsLink(ws_url(hub)))
         try:
@@ -498,12 +502,16 @@ def test_an_invite_nobody_acks_closes_the_channel_with_invite_timeout(hub):
             invite = await bob.next_envelope(timeout=WAIT)
             assert invite.event_type == "ag2.channel.invite"
             assert (await b.get_channel(invite.channel_id)).state.value == "pending"
-            for _ in range(60):
+            invited = asyncio.get_running_loop().time()
+            deadline = invited + 60
+            while asyncio.get_running_loop().time() < deadline:
                 meta = await b.get_channel(invite.channel_id)
                 if meta.state.value != "pending":
                     break
-                await asyncio.sleep(1)
+                await asyncio.sleep(0.25)
             assert (meta.state.value, meta.close_reason) == ("closed", "invite_timeout")
+            # not before its time: the invite went out before the open's 5 s rpc timeout ended
+            assert asyncio.get_running_loop().time() - invited >= INVITE_TIMEOUT_S - 5 - 1
         finally:
             await a.close()
             await b.close()

@@ -1039,16 +1039,14 @@ def _queue(session: Session, net: str, head: dict[str, Any], notices: list[tuple
                 session.outbox.append((live[name]["connection_id"], NotifyFrame(envelope=env, recipient_id=name)))
 
 
-INVITE_ACK_TIMEOUT_MS = 30_000  # AG2's hub: Hub(invite_ack_timeout=30.0)
-
-
 def expire_handshakes(now_ms: int, endpoint_url: str) -> int:
-    """Close every channel whose invitees have not all acked within 30 s (``invite_timeout``, as
-    AG2's hub) and answer its creator ``protocol_error`` (AG2's client has usually given up by
-    then). Returns how many."""
+    """Close every channel whose invitees have not all acked within
+    ``RELAYNET_AG2_INVITE_TIMEOUT_SECONDS`` (30 s, as AG2's ``Hub(invite_ack_timeout=30.0)``;
+    relaynet.config) with ``invite_timeout``, and answer its creator ``protocol_error`` (AG2's
+    client has usually given up by then). Returns how many."""
     session = Session(connection_id="", connection={})
     closed = 0
-    for hs in store.stale_handshakes(now_ms - INVITE_ACK_TIMEOUT_MS):
+    for hs in store.stale_handshakes(now_ms - int(settings().ag2_invite_timeout * 1000)):
         net, channel_id = hs["network_id"], hs["channel_id"]
         if not store.end_handshake(net, channel_id):
             continue  # the last ack came first
