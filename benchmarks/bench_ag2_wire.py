@@ -44,7 +44,7 @@ def _start(tmp: Path, spec: Path | None = None, port: int | None = None) -> tupl
     env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL_DYNAMODB"}
     proc = subprocess.Popen([str(Path(sys.executable).with_name("relaynet")), "serve", "--port", str(port), "--spec",
                              str(spec or ROOT / "examples" / "demo-network.yaml"), "--tokens-out", str(tokens),
-                             "--template", str(ROOT / "template.yaml"), *os.environ.get("BENCH_SERVE_ARGS", "").split()], cwd=tmp, env=env,
+                             "--template", str(ROOT / "template.yaml")], cwd=tmp, env=env,
                             stdout=subprocess.DEVNULL, stderr=open(tmp / "serve.log", "ab"))
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90

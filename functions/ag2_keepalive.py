@@ -1,6 +1,7 @@
 """AG2 wire, the keepalive, on a schedule: a ``ping`` frame to every connection silent for 4
 minutes, so API Gateway's 10-minute idle timeout never ends a quiet agent's connection (the
-2-hour cap still does), and channels whose invite handshake has waited over 30 s closed with
+2-hour cap still does), and channels whose invite handshake has waited longer than
+``RELAYNET_AG2_INVITE_TIMEOUT_SECONDS`` (30 s) closed with
 ``invite_timeout`` (docs/protocol.md 12)."""
 
 from relaynet import clock, observability

@@ -71,7 +71,7 @@ class A2AMemberSpec(_Spec):
     """A definition's ``a2a:`` entry (docs/protocol.md 13.4, issue 28 part 3): the agent is a remote
     A2A 1.0 agent whose Agent Card is at ``url``; ``authentication`` (A2A's ``AuthenticationInfo``:
     ``Authorization: <schemes[0]> <credentials>``) goes with every request to it. The credentials
-    are stored, never shown (relaynet.push.public_config)."""
+    are stored, never shown (relaynet.push_view.public_config)."""
 
     url: Annotated[str, Field(min_length=1, max_length=2048)]
     authentication: Optional[PushAuthenticationSpec] = None

@@ -229,7 +229,7 @@ def instrument(handler: Callable[..., Any], *, name: str, source: str, trace: bo
     ...) with the service's observability. ``source`` says what its events are, and so where
     their correlation id is (:data:`CORRELATION_PATHS`: ``"http"``, ``"authorizer"``,
     ``"websocket"``, ``"schedule"``, ``"stream"``; any other raises ValueError). Outermost first:
-    ``inject_lambda_context`` (with that correlation path), the tracer's
+    ``inject_lambda_context`` (Lambda's context keys), the tracer's
     ``capture_lambda_handler`` with the annotation ``tool`` (an HTTP route) or ``function``
     (when tracing is on and ``trace``), the invocation's metrics (one flush when it ends, one EMF
     record with the dimension ``function=name``, none when it counted nothing: :func:`_flush`),
@@ -258,7 +258,9 @@ def instrument(handler: Callable[..., Any], *, name: str, source: str, trace: bo
             _pending.reset(token)
             _flush(name, pending)
     traced_entry = active.capture_lambda_handler(wrapped, capture_response=False) if active is not None else wrapped
-    injected = logger.inject_lambda_context(traced_entry, correlation_id_path=CORRELATION_PATHS[source])
+    # no correlation_id_path: log_request reads the id once and binds it per thread (the logger's
+    # plain correlation id would be shared by the local stack's concurrent invocations)
+    injected = logger.inject_lambda_context(traced_entry)
 
     @functools.wraps(handler)
     def entry(event: Any, context: Any) -> Any:

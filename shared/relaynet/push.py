@@ -28,7 +28,7 @@ wake-up arrived for it, signed, retried, and recorded where a representative see
 - **Status**: every attempt records ``pushLastStatus`` (the HTTP status, 0 for none),
   ``pushLastAttemptAt`` and ``pushLastError`` on the instance item, a success
   ``pushLastDeliveredAt``, a delivery marked failed adds one to ``pushFailures``;
-  :func:`status_view` shows them in control_list_agents and network_whoami.
+  relaynet.push_view.status_view shows them in control_list_agents and network_whoami.
 - **Targets**: in AWS only ``https`` URLs whose host resolves to public addresses only (checked
   when set, by literal, and before every attempt, by resolution); redirects are not followed.
   With ``RELAYNET_PUSH_ALLOW_LOOPBACK`` (the local stack) ``http`` to a loopback host and private
@@ -52,7 +52,7 @@ from relaynet.directory import load
 from relaynet.errors import InvalidArgument
 from relaynet.identity import Principal
 from relaynet.identity import status as instance_status
-from relaynet.push_view import effective, public_config, status_view  # noqa: F401 - relaynet.push's own names too
+from relaynet.push_view import effective, public_config
 from relaynet.store import directory as dir_store
 from relaynet.store import mailboxes as mail_store
 from relaynet.store import push as store

@@ -26,6 +26,8 @@ from typing import Any
 from relaynet.store import keys as k
 from relaynet.store import table as t
 
+_HANDSHAKE_SK = "AG2"  # a channel's AG2 handshake record: in the channel's partition, beside its head
+
 CONNECTIONS_INDEX = "AG2CONNS"
 HANDSHAKES_INDEX = "AG2HANDSHAKES"
 CONNECTION_TTL_SECONDS = 2 * 3600 + 600  # API Gateway's 2-hour cap plus a margin
@@ -197,7 +199,8 @@ def handshake_item(net: str, channel_id: str, record: dict[str, Any], now_ms: in
     request_id, labels, manifest_version}``; the channel is ``pending`` to AG2 until
     ``pending_acks`` is empty. One still waiting is listed under GSI1 ``AG2HANDSHAKES`` by when it
     began, so the keepalive can time it out."""
-    item = {"PK": k.channel_pk(net, channel_id), "SK": "AG2", "network_id": net, "channel_id": channel_id,
+    pk, sk = _handshake_key(net, channel_id)
+    item = {"PK": pk, "SK": sk, "network_id": net, "channel_id": channel_id,
             "started_ms": now_ms, **record}
     if record.get("pending_acks"):
         item.update(GSI1PK=HANDSHAKES_INDEX, GSI1SK=f"{now_ms:013d}#{net}#{channel_id}")
@@ -227,13 +230,17 @@ def stale_handshakes(before_ms: int, limit: int = 100) -> list[dict[str, Any]]:
 def end_handshake(net: str, channel_id: str) -> bool:
     """Stop waiting (a timeout): no acks pending any more, off the index. False when it had
     already ended (the last ack came first)."""
-    return bool(t.update(k.channel_pk(net, channel_id), "AG2", "SET pending_acks = :none REMOVE GSI1PK, GSI1SK",
+    return bool(t.update(*_handshake_key(net, channel_id), "SET pending_acks = :none REMOVE GSI1PK, GSI1SK",
                          condition="size(pending_acks) > :zero", none=[], zero=0))
+
+
+def _handshake_key(net: str, channel_id: str) -> tuple[str, str]:
+    return k.channel_pk(net, channel_id), _HANDSHAKE_SK
 
 
 def _head_keys(net: str, channel_id: str) -> tuple[tuple[str, str], tuple[str, str]]:
     """The keys of a channel's head and of its AG2 handshake record."""
-    return k.channel_head(net, channel_id), (k.channel_pk(net, channel_id), "AG2")
+    return k.channel_head(net, channel_id), _handshake_key(net, channel_id)
 
 
 def handshake(net: str, channel_id: str) -> dict[str, Any] | None:
@@ -253,8 +260,8 @@ def handshakes(net: str, channel_ids: list[str]) -> dict[str, dict[str, Any]]:
     """The handshake records of several channels, by channel id."""
     if not channel_ids:
         return {}
-    got = t.batch_get([(k.channel_pk(net, c), "AG2") for c in channel_ids])
-    return {c: got[(k.channel_pk(net, c), "AG2")] for c in channel_ids if (k.channel_pk(net, c), "AG2") in got}
+    got = t.batch_get([_handshake_key(net, c) for c in channel_ids])
+    return {c: got[_handshake_key(net, c)] for c in channel_ids if _handshake_key(net, c) in got}
 
 
 def ack_handshake(net: str, channel_id: str, agent: str) -> dict[str, Any] | None:
@@ -265,7 +272,7 @@ def ack_handshake(net: str, channel_id: str, agent: str) -> dict[str, Any] | Non
         return None
     rest = [a for a in rec["pending_acks"] if a != agent]
     expr = "SET pending_acks = :rest" + ("" if rest else " REMOVE GSI1PK, GSI1SK")
-    ok = t.update(k.channel_pk(net, channel_id), "AG2", expr,
+    ok = t.update(*_handshake_key(net, channel_id), expr,
                   condition="contains(pending_acks, :a) AND size(pending_acks) = :n",
                   rest=rest, a=agent, n=len(rec["pending_acks"]))
     if not ok:
@@ -334,7 +341,8 @@ def channel(net: str, channel_id: str) -> tuple[dict[str, Any] | None, dict[str,
     :func:`channel_items`' one strongly consistent Query, split by sort key (keys.channel_head,
     ``AG2``: :func:`handshake_item`, keys.envelope)."""
     items = channel_items(net, channel_id)
-    head = next((i for i in items if i["SK"] == "HEAD"), None)
-    hs = next((i for i in items if i["SK"] == "AG2"), None)
+    head_sk = k.channel_head(net, channel_id)[1]
+    head = next((i for i in items if i["SK"] == head_sk), None)
+    hs = next((i for i in items if i["SK"] == _HANDSHAKE_SK), None)
     envs = sorted((i for i in items if i["SK"].startswith("ENV#")), key=lambda i: int(i["seq"]))
     return head, hs, envs

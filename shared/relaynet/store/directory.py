@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from relaynet.store import identity as identity_store
 from relaynet.store import keys as k
 from relaynet.store import table as t
 
@@ -74,9 +75,7 @@ def instance(net: str, instance_id: str, *, settled: bool = True) -> dict[str, A
     return t.get(*k.instance(net, instance_id)) if settled else _rarely_changing(*k.instance(net, instance_id))
 
 
-def agent(net: str, name: str) -> dict[str, Any] | None:
-    """The agent definition, or None (strongly consistent)."""
-    return t.get(*k.agent(net, name))
+agent = identity_store.agent  # the agent definition, or None (strongly consistent): one read, written once
 
 
 def group(net: str, slug: str) -> dict[str, Any] | None:

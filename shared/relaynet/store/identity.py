@@ -29,9 +29,9 @@ def token_item(token_hash: str, context: dict[str, str], created_at: str) -> dic
 
 
 def agent(net: str, name: str) -> dict[str, Any] | None:
-    """The agent definition, or None (strongly consistent): relaynet.store.directory.agent's read,
-    here so that relaynet.identity (on every function's import path, the authorizer's too) does
-    not load the directory repository for it."""
+    """The agent definition, or None (strongly consistent; relaynet.store.directory.agent is this
+    one). Here so that relaynet.identity (on every function's import path, the authorizer's too)
+    does not load the directory repository for it."""
     return t.get(*k.agent(net, name))
 
 
