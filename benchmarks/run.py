@@ -3,7 +3,8 @@ claim check, the sweep and the inbox grow: one table on stdout, the figures in
 benchmarks/results.json. Not a test: it asserts nothing about time.
 
 Run: ``.venv/bin/python benchmarks/run.py [--calls 50] [--inits 5] [--sections tools,init,scale]``
-(``--quick``: 5 calls, 1 interpreter, small scale rows; for trying the script, not for figures).
+(``--quick``: 5 calls, 1 interpreter, small scale rows; for trying the script, not for figures;
+``--sections init --functions health,ui``: the init rows of those handler files only).
 
 tools
     For every tool of relaynet/catalogue.py (worker, plugin and control surfaces) and the sweep,
@@ -409,14 +410,16 @@ def fill_pycache(prefix: str, stems: list[str | None]) -> None:
                        check=True, timeout=120)
 
 
-def bench_init(rounds: int, log: Callable[[str], None]) -> dict[str, Any]:
-    """Every function's init, CPU ms, median of ``rounds`` interpreters, as a ratio to the boto3
+def bench_init(rounds: int, log: Callable[[str], None], only: set[str] | None = None) -> dict[str, Any]:
+    """Every function's init (``only``: those of these handler files), CPU ms, median of ``rounds`` interpreters, as a ratio to the boto3
     baseline of the same condition, in two conditions: ``compiled`` (.pyc for every module, as
     ``sam build`` ships since functions/Makefile and shared/Makefile: the target's figures) and
     ``source`` (the project's modules compiled at import, installed packages from their .pyc)."""
     import tempfile
 
-    stems = sorted(p.stem for p in FUNCTIONS.glob("*.py") if not p.name.startswith("_"))
+    stems = sorted(p.stem for p in FUNCTIONS.glob("*.py") if not p.name.startswith("_") and (not only or p.stem in only))
+    if only and len(stems) != len(only):
+        raise SystemExit(f"--functions: no handler file for {sorted(only - set(stems))} in {FUNCTIONS}")
     with tempfile.TemporaryDirectory(prefix="relaynet-bench-pyc-") as full:
         fill_pycache(full, [None, FLOOR, *stems])  # also the unmeasured round: files in the page cache
         for stem in stems:
@@ -929,6 +932,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=50, help="repetitions of each tool's typical call")
     ap.add_argument("--inits", type=int, default=5, help="fresh interpreters per function")
     ap.add_argument("--sections", default="tools,init,scale")
+    ap.add_argument("--functions", default="", help="init: only these handler files (comma-separated stems, e.g. "
+                                                    "health,ui), without the byte-code rows and the SnapStart estimate")
     ap.add_argument("--quick", action="store_true", help="5 calls, 1 interpreter, small scale rows")
     ap.add_argument("--out", default=str(BENCH / "results.json"))
     args = ap.parse_args(argv)
@@ -950,16 +955,19 @@ def main(argv: list[str] | None = None) -> int:
         results["tools"] = bench_tools(args.calls, log)
     if "init" in sections:
         log("cold init ...")
-        init = bench_init(args.inits, log)
-        init["bytecode"] = bench_init_bytecode(1 if args.quick else 3, log)
+        only = {s for s in args.functions.split(",") if s}
+        init = bench_init(args.inits, log, only or None)
+        if not only:
+            init["bytecode"] = bench_init_bytecode(1 if args.quick else 3, log)
         stems = sorted(init["ms"])
         init["own_ms"] = bench_own_share(stems, args.inits, log)
         init["floor_ratio"] = {s: round(init["ms"][s] / init["framework_floor_ms"], 3) for s in stems}
         init["own_ratio"] = {s: round(init["own_ms"][s] / init["baseline_ms"], 3) for s in stems}
         results["cold_init"] = init
         results["cold_init_ratio"] = init["ratio"]
-        log("snapstart estimate ...")
-        results["restore"] = bench_restore(1 if args.quick else 5, log)
+        if not only:
+            log("snapstart estimate ...")
+            results["restore"] = bench_restore(1 if args.quick else 5, log)
     if "scale" in sections:
         log("scale ...")
         scale: dict[str, Any] = {}
