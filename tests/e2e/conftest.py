@@ -21,9 +21,32 @@ RELAYNET = str(Path(sys.executable).with_name("relaynet"))
 
 
 def free_port() -> int:
+    """A port free now, from the kernel's ephemeral range: fine for one hub's lifetime."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def restart_port() -> int:
+    """A free port *below* the kernel's ephemeral range, for a test that stops a hub and starts
+    it again on the same port.
+
+    An ephemeral port can be handed to any outgoing connection (a store client, another test's
+    worker) in the seconds between the two hubs, and the restart then fails with "Address already
+    in use"; a port outside ``ip_local_port_range`` is only ever taken by an explicit bind.
+    """
+    import random
+
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(200):
+        port = random.randrange(10_000, low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in 10000..{low}")
 
 
 @dataclass

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from relaynet.client import ApiError, RelaynetClient
-from tests.e2e.conftest import RELAYNET, free_port, start_hub, stop_hub
+from tests.e2e.conftest import RELAYNET, restart_port, start_hub, stop_hub
 
 pytestmark = pytest.mark.e2e
 
@@ -69,7 +69,7 @@ def test_health_names_the_store(tmp_path):
 
 
 def test_kill_9_of_the_hub_loses_nothing_and_a_restart_is_a_non_event(tmp_path):
-    port = free_port()
+    port = restart_port()
     hub = start_hub(tmp_path, port=port)
     tokens_before = (tmp_path / "tokens.json").read_text()
     planner = RelaynetClient(hub.url, hub.token("planner"))
@@ -111,7 +111,7 @@ def test_claims_kept_on_disk_in_the_layout_before_issue_25_are_honoured_after_a_
     instance's overlapping claim is refused naming the old claim, and its holder still releases it."""
     import boto3
 
-    port = free_port()
+    port = restart_port()
     hub = start_hub(tmp_path, port=port)
     coder0 = RelaynetClient(hub.url, hub.token("coder", 0))
     me = coder0.whoami()

@@ -18,7 +18,7 @@ import pytest
 
 from relaynet.client import RelaynetClient
 from relaynet_local.server import PROCESS_HEADER
-from tests.e2e.conftest import free_port, start_hub, stop_hub, tool, until
+from tests.e2e.conftest import restart_port, start_hub, stop_hub, tool, until
 
 pytestmark = pytest.mark.e2e
 
@@ -173,7 +173,7 @@ def test_a_killed_worker_is_restarted_and_loses_no_answered_write(hub2):
 
 def test_kill_9_of_the_primary_takes_the_workers_and_the_port_serves_again(tmp_path):
     """And the restart, given no --workers, runs one process per usable core."""
-    port = free_port()
+    port = restart_port()
     hub = start_hub(tmp_path, "--workers", "2", port=port)
     workers = until(lambda: _workers(hub.proc.pid), "the worker process started")
     sent = tool(hub, "network_ask", {"toAgent": "coder", "body": "kept"}, hub.token("planner"))
