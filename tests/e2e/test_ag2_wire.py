@@ -23,7 +23,7 @@ from ag2.network.errors import AccessDeniedError, AuthError, NetworkError  # noq
 from ag2.testing import TestConfig  # noqa: E402
 
 from tests.conftest import ROOT  # noqa: E402
-from tests.e2e.conftest import Hub, start_hub, stop_hub  # noqa: E402
+from tests.e2e.conftest import Hub, start_hub, stop_hub, until  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 WAIT = 15.0
@@ -193,31 +193,34 @@ def test_register_takes_over_a_name_registered_before(hub):
     run(story())
 
 
-async def channel_copies(hub: Hub, agent: str, expected: int) -> int:
-    """How many ``channel`` messages the agent's Relaynet mailbox holds (GET /v1/inbox/summary),
-    polled for up to 10 s until it is ``expected`` (the summary reads an index)."""
-    got = -1
-    for _ in range(50):
-        resp = await asyncio.to_thread(httpx.get, f"{hub.url}/v1/inbox/summary", timeout=30,
-                                       headers={"Authorization": f"Bearer {hub.token(agent)}"})
-        assert resp.status_code == 200, resp.text
-        got = resp.json()["byKind"].get("channel", 0)
-        if got == expected:
-            break
-        await asyncio.sleep(0.2)
-    return got
+def copies(hub: Hub, agent: str) -> int:
+    """How many ``channel`` messages the agent's first instance's Relaynet mailbox holds now
+    (GET /v1/inbox/summary)."""
+    resp = httpx.get(f"{hub.url}/v1/inbox/summary", timeout=30, headers={"Authorization": f"Bearer {hub.token(agent)}"})
+    assert resp.status_code == 200, resp.text
+    return resp.json()["byKind"].get("channel", 0)
 
 
-def deliver_late(hub: Hub, texts_: set[str], monkeypatch) -> int:
-    """The stream notifier (functions/ag2_notifier.py, run here against the hub's store and its
-    management API) handed the INSERT records of the envelopes carrying ``texts_`` now: a stream
-    that lags the writes it reports, as DynamoDB Streams may by a second or more. Returns how
-    many records it was given."""
+async def eventually(check, what: str, wait: float = WAIT):
+    """``check`` (a blocking call, run in a thread) polled every 0.1 s until it is truthy:
+    tests/e2e/conftest.until from a coroutine."""
+    return await asyncio.to_thread(until, check, what, wait)
+
+
+async def nothing_more(client, channel_id: str, seconds: float = 1.0) -> None:
+    """No envelope of the channel reaches ``client`` within ``seconds`` (a bounded negative
+    window: what it rules out would arrive within milliseconds of its cause)."""
+    with pytest.raises(asyncio.TimeoutError):
+        extra = await client.wait_for_channel_event(channel_id=channel_id, predicate=lambda e: True, timeout=seconds)
+        pytest.fail(f"unexpected envelope: {extra.event_type} {extra.event_data}")
+
+
+@pytest.fixture
+def hub_store(hub, monkeypatch):
+    """This process's ``relaynet.store`` pointed at the hub's own DynamoDB Local and table
+    (.relaynet/local.json) and its management API, for what a test reads or runs as a function would."""
     from relaynet.config import settings
-    from relaynet.store import ag2 as ag2_store
     from relaynet.store import table as t
-    from relaynet_local.lambdas import LambdaContext, load_handler
-    from tests.conftest import ROOT
 
     local = json.loads((hub.cwd / ".relaynet" / "local.json").read_text())
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", local["dynamodbEndpoint"])
@@ -225,7 +228,32 @@ def deliver_late(hub: Hub, texts_: set[str], monkeypatch) -> int:
     monkeypatch.setenv("RELAYNET_AG2_MANAGEMENT_URL", f"{hub.url}/ag2")
     settings.cache_clear()
     t.reset()
-    items = [i for page in t.client().get_paginator("scan").paginate(TableName=local["table"])
+    yield
+    settings.cache_clear()
+    t.reset()
+
+
+def unbound(hub: Hub, agent: str):
+    """A check: ``agent`` has no live AG2 connection (its $disconnect was handled). Needs ``hub_store``."""
+    from relaynet.store import ag2 as ag2_store
+
+    net = tool(hub, "network_whoami", {}, agent)["network"]["id"]
+    return lambda: ag2_store.binding(net, agent) is None
+
+
+def deliver_late(texts_: set[str]) -> int:
+    """The stream notifier (functions/ag2_notifier.py, run here against the hub's store and its
+    management API, through ``hub_store``) handed the INSERT records of the envelopes carrying
+    ``texts_`` now: a stream that lags the writes it reports, as DynamoDB Streams may by a second
+    or more. Returns how many records it was given."""
+    from relaynet.config import settings
+    from relaynet.store import ag2 as ag2_store
+    from relaynet.store import table as t
+    from relaynet_local.lambdas import LambdaContext, load_handler
+    from tests.conftest import ROOT
+
+    table = settings().table_name
+    items = [i for page in t.client().get_paginator("scan").paginate(TableName=table)
              for i in map(t.decode, page["Items"]) if ag2_store.parse_channel_pk(i["PK"])
              and i.get("kind") == "envelope" and isinstance(i.get("content"), str) and i["content"] in texts_]
     records = [{"eventID": str(n), "eventName": "INSERT", "eventVersion": "1.1", "eventSource": "aws:dynamodb",
@@ -235,11 +263,10 @@ def deliver_late(hub: Hub, texts_: set[str], monkeypatch) -> int:
                for n, i in enumerate(items)]
     handler = load_handler(str(ROOT / "functions"), "ag2_notifier.handler")
     assert handler({"Records": records}, LambdaContext("ag2_notifier", 30.0, 512)) == {"batchItemFailures": []}
-    t.reset()
     return len(records)
 
 
-def test_a_reconnecting_agent_attaches_and_gets_exactly_what_it_missed(hub, monkeypatch):
+def test_a_reconnecting_agent_attaches_and_gets_exactly_what_it_missed(hub, hub_store):
     def coder() -> Agent:  # answers every text it is handed with a scripted "noted"
         return Agent("coder", "You take notes.", config=TestConfig(*["noted"] * 10))
 
@@ -253,12 +280,14 @@ def test_a_reconnecting_agent_attaches_and_gets_exactly_what_it_missed(hub, monk
             await alice.send(channel.channel_id, "before the drop")
             assert (await next_text(bob, channel.channel_id)).event_data["text"] == "before the drop"
             await next_text(alice, channel.channel_id)  # its "noted": it handled (and acked) the text
-            await asyncio.sleep(0.5)
+            await eventually(lambda: copies(hub, "coder") == 0, "the coder's ack took its copy out")
+            gone = unbound(hub, "coder")
             await b1.close()
-            await asyncio.sleep(0.5)  # $disconnect
+            await eventually(gone, "the hub handled the coder's $disconnect")
             for text in ("missed one", "missed two"):
                 await alice.send(channel.channel_id, text)
-            assert await channel_copies(hub, "coder", 2) == 2  # kept in its Relaynet mailbox while away
+            # kept in its Relaynet mailbox while away
+            await eventually(lambda: copies(hub, "coder") == 2, "both copies in the coder's mailbox")
             b2 = HubClient(WsLink(ws_url(hub)))
             try:
                 back = await b2.attach(coder(), "coder", passport=passport(hub, "coder"))
@@ -268,14 +297,13 @@ def test_a_reconnecting_agent_attaches_and_gets_exactly_what_it_missed(hub, monk
                 replayed = [await next_text(back, channel.channel_id) for _ in range(2)]
                 assert sorted(e.event_data["text"] for e in replayed) == ["missed one", "missed two"]
                 # The stream reports both writes only now, to the agent's new connection: still nothing twice.
-                assert await asyncio.to_thread(deliver_late, hub, {"missed one", "missed two"}, monkeypatch) == 2
+                assert await asyncio.to_thread(deliver_late, {"missed one", "missed two"}) == 2
                 await alice.send(channel.channel_id, "live again")
                 assert (await next_text(back, channel.channel_id)).event_data["text"] == "live again"
-                await asyncio.sleep(1.0)
-                assert back.ensure_channel_inbox(channel.channel_id).empty()  # nothing twice, nothing acked before
+                await nothing_more(back, channel.channel_id)  # nothing twice, nothing acked before
                 # every notify it acked was delivered: no copy waits in its mailbox, so network_inbox hands
                 # out nothing twice and an AG2-only agent's mailbox never fills to RELAYNET_MAILBOX_CAP
-                assert await channel_copies(hub, "coder", 0) == 0
+                await eventually(lambda: copies(hub, "coder") == 0, "no copy left in the coder's mailbox")
             finally:
                 await b2.close()
         finally:
@@ -285,7 +313,7 @@ def test_a_reconnecting_agent_attaches_and_gets_exactly_what_it_missed(hub, monk
     run(story())
 
 
-def test_an_envelope_nacked_before_a_later_one_was_acked_is_replayed_on_attach(hub):
+def test_an_envelope_nacked_before_a_later_one_was_acked_is_replayed_on_attach(hub, hub_store):
     async def story():
         a, b1 = HubClient(WsLink(ws_url(hub))), HubClient(WsLink(ws_url(hub)))
         handled: list[str] = []
@@ -302,23 +330,22 @@ def test_an_envelope_nacked_before_a_later_one_was_acked_is_replayed_on_attach(h
                                     passport(hub, "coder"), Resume())
             bob.on_envelope(fussy)
             channel = await bob.open(type="conversation", target="planner")  # no invite for the coder to ack
+            before = await asyncio.to_thread(copies, hub, "coder")
             for text in ("this one fails", "this one is fine"):
                 await alice.send(channel.channel_id, text)
-            for _ in range(100):  # both handled: the first nacked, the second acked after it
-                if len(handled) == 2:
-                    break
-                await asyncio.sleep(0.1)
-            assert handled == ["this one fails", "this one is fine"]
-            await asyncio.sleep(0.5)  # the receipts reach the hub
+            await eventually(lambda: len(handled) == 2, "both texts handled")
+            assert handled == ["this one fails", "this one is fine"]  # the first nacked, the second acked after it
+            # the receipts reached the hub: the ack took its copy out, the nack left its own
+            await eventually(lambda: copies(hub, "coder") == before + 1, "the ack's copy taken out, the nack's kept")
+            gone = unbound(hub, "coder")
             await b1.close()
-            await asyncio.sleep(0.5)
+            await eventually(gone, "the hub handled the coder's $disconnect")
             b2 = HubClient(WsLink(ws_url(hub)))
             try:
                 back = await b2.attach(Agent("coder", "You take notes.", config=TestConfig("noted")), "coder",
                                        passport=passport(hub, "coder"))
                 assert (await next_text(back, channel.channel_id)).event_data["text"] == "this one fails"
-                await asyncio.sleep(1.0)
-                assert back.ensure_channel_inbox(channel.channel_id).empty()  # the acked one is not sent again
+                await nothing_more(back, channel.channel_id)  # the acked one is not sent again
             finally:
                 await b2.close()
         finally:
