@@ -617,8 +617,9 @@ class LocalStack:
         except BaseException:
             self.stop()
             raise
-        log.info("local stack up at %s (store %s at %s, table %s, %d routes)", self.url, self.store_kind,
-                 self.dynamodb_endpoint, self.table, len(self.template.routes))
+        if self.role is None:  # a worker says "hub worker N serving" (relaynet_local.workers)
+            log.info("local stack up at %s (store %s at %s, table %s, %d routes)", self.url, self.store_kind,
+                     self.dynamodb_endpoint, self.table, len(self.template.routes))
         return self
 
     def stop(self) -> None:
@@ -818,8 +819,8 @@ class LocalStack:
                   "endpoint": str(self.dynamodb_endpoint), "store": self.store_kind, "shared": str(self._shared.path),
                   "bus": self._shared.bus, "authkey": self._bus.authkey.hex()}
         self.pool = WorkerPool(self.workers, self._http.fileno(), config).start()
-        log.info("%d hub processes on %s (workers %s)", self.workers, self.url,
-                 ", ".join(str(i) for i in range(1, self.workers)))
+        log.info("%d hub processes on %s: this one and %d worker%s", self.workers, self.url, self.workers - 1,
+                 "" if self.workers == 2 else "s")
 
     # -- internals -------------------------------------------------------------------------
 

@@ -341,7 +341,9 @@ class WorkerPool:
         env = dict(os.environ)
         env[ENV] = json.dumps({**self.config, "index": index, "fd": self.listen_fd})
         stdout = sys.__stderr__.fileno() if sys.__stderr__ is not None else None
-        return subprocess.Popen([sys.executable, "-m", "relaynet_local.workers"], env=env,
+        # -c, not -m: the package's __init__ imports this module (through server), so runpy would
+        # run a second copy of it as __main__ (and warn so on every worker's start)
+        return subprocess.Popen([sys.executable, "-c", WORKER_MAIN], env=env,
                                 pass_fds=(self.listen_fd,), stdin=subprocess.DEVNULL, stdout=stdout)
 
     def _supervise(self, index: int) -> None:
@@ -381,6 +383,10 @@ class WorkerPool:
         for thread in self._threads:
             thread.join(timeout=5)
         self._threads.clear()
+
+
+#: A worker process's command line (``python -c``): :func:`main` of this very module.
+WORKER_MAIN = "import sys; from relaynet_local.workers import main; sys.exit(main())"
 
 
 def main() -> int:
@@ -426,6 +432,3 @@ def new_authkey() -> bytes:
     """A fresh key for one run's bus (the workers get it in their environment)."""
     return secrets.token_bytes(32)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
