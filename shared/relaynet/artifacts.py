@@ -48,8 +48,6 @@ def publish(principal: Principal, req: PublishArtifactRequest) -> dict[str, Any]
     art_id = ids.new_id("art")
     doc = {"artifactId": art_id, "uri": uri, "label": req.label or uri[:200], "type": req.type, "taskId": req.taskId,
            "ref": f"relaynet://{net}/artifacts/{art_id}", "publisher": principal.actor, "createdAt": clock.now_iso()}
-    try:
-        task_store.publish_artifact(net, doc)
-    except task_store.TransactionCancelled:
-        raise NotFound(f"no task {req.taskId!r} in this network") from None
+    if not task_store.publish_artifact(net, doc):
+        raise NotFound(f"no task {req.taskId!r} in this network")
     return {key: doc[key] for key in ("artifactId", "uri", "label", "type", "taskId", "ref")}

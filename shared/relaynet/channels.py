@@ -22,7 +22,7 @@ from relaynet.errors import Conflict, InvalidArgument, NotFound, PermissionDenie
 from relaynet.identity import Principal
 from relaynet.store import channels as store
 from relaynet.store import mailboxes as mail_store
-from relaynet.store.table import MAX_TRANSACT_ITEMS
+from relaynet.store import unit_of_work as uow
 
 ENVELOPES_IN_INFO = 20
 _MAX_RACES = 20
@@ -63,14 +63,12 @@ def expire_past_ttl(channel: dict[str, Any], now_ms: int) -> bool:
     if not past_ttl(channel, now_ms):
         return False
     head: dict[str, Any] | None = channel
-    for _ in range(_MAX_RACES):
-        try:
-            _finish(head, None, "ttl", now_ms, "expired")
+    for _ in uow.attempts(_MAX_RACES):
+        if _finish(head, None, "ttl", now_ms, "expired"):
             return True
-        except store.TransactionCancelled:
-            head = store.get_head(channel["network_id"], channel["channel_id"])
-            if head is None or not past_ttl(head, now_ms):
-                return True
+        head = store.get_head(channel["network_id"], channel["channel_id"])
+        if head is None or not past_ttl(head, now_ms):
+            return True
     raise Conflict("in_progress", "the channel is busy; retry", headers={"Retry-After": "1"})
 
 
@@ -183,7 +181,7 @@ def send(principal: Principal, channel_id: str, attempt: Send, content: Any, aud
     RateLimited (a recipient's mailbox is full: relaynet.limits; nothing is written).
     """
     net = principal.network_id
-    for race in range(_MAX_RACES):
+    for race in uow.attempts(_MAX_RACES):
         now = clock.now_ms()
         channel = head if head is not None else load_channel(net, channel_id)
         head = None
@@ -217,9 +215,7 @@ def send(principal: Principal, channel_id: str, attempt: Send, content: Any, aud
                 actions += peers.observe_actions(net, principal.agent, consults_answered=1)
             actions.append(events.event_action(net, "channel", principal.actor, f"channel {channel_id} closed: "
                                                f"{decision.close_reason}", channelId=channel_id, state="closed"))
-        try:
-            store.commit([_head_update(channel, decision.state, last, now, decision.close_reason), *actions])
-        except store.TransactionCancelled:
+        if not uow.commit([_head_update(channel, decision.state, last, now, decision.close_reason), *actions]):
             continue
         return {"envelope_id": env["envelope_id"], "seq": seq,
                 "channel_state": "closed" if decision.close_reason else "active",
@@ -297,12 +293,12 @@ def open_channel(principal: Principal, channel_type: str, targets: list[str], kn
                                         None, now)
         created = store.create_actions(seeded_head, members)
         actions = [created[0], *opened, *created[1:], opened_event, *seeded]
-        if len(actions) < MAX_TRANSACT_ITEMS:  # a slot left for a riding Idempotency-Key record
-            store.commit(actions)
+        if uow.fits(actions, spare=1):  # a slot left for a riding Idempotency-Key record
+            uow.apply(actions)
             out["seed_envelope_id"] = env["envelope_id"]
             return out
     created = store.create_actions(head, members)
-    store.commit([created[0], *opened, *created[1:], opened_event])
+    uow.apply([created[0], *opened, *created[1:], opened_event])
     if message is not None:
         try:
             seeded_out = send(principal, ch_id, Send(sender=principal.agent, tool=a.tool), message,
@@ -323,7 +319,7 @@ def close(principal: Principal, channel_id: str, reason: str = "closed_by_agent"
     """channels ``close`` (PROTOCOL.md 5.6): ``{channel_id, state, close_reason}``. Closing a
     closed channel answers with the first reason and writes no second ``closed`` envelope."""
     net = principal.network_id
-    for _ in range(_MAX_RACES):
+    for _ in uow.attempts(_MAX_RACES):
         now = clock.now_ms()
         channel = load_channel(net, channel_id)
         _participant(channel, principal)
@@ -331,25 +327,24 @@ def close(principal: Principal, channel_id: str, reason: str = "closed_by_agent"
             return {"channel_id": channel_id, "state": channel["state"], "close_reason": channel.get("close_reason")}
         expired = effective_state(channel, now) == "expired"
         final, why = ("expired", "ttl") if expired else ("closed", reason)
-        try:
-            _finish(channel, None if expired else principal.agent, why, now, final)
-        except store.TransactionCancelled:
+        if not _finish(channel, None if expired else principal.agent, why, now, final):
             continue
         return {"channel_id": channel_id, "state": final, "close_reason": why}
     raise Conflict("in_progress", "the channel is busy; retry", headers={"Retry-After": "1"})
 
 
 def _finish(channel: dict[str, Any], sender: str | None, reason: str, now_ms: int, final_state: str,
-            extra: list[dict[str, Any]] | None = None) -> None:
-    """Close or expire an active channel with one envelope (``closed`` or ``expired``)."""
+            extra: list[dict[str, Any]] | None = None) -> bool:
+    """Close or expire an active channel with one envelope (``closed`` or ``expired``). False
+    (nothing written) when the head moved since ``channel`` was read."""
     seq = int(channel["seq"]) + 1
     _, actions = _envelope_actions(channel["network_id"], channel, channel["adapter_state"], seq, sender, final_state,
                                    {"reason": reason}, None, now_ms, closing=reason)
     event = events.event_action(channel["network_id"], "channel", {"agent": sender} if sender else {"system": "router"},
                                 f"channel {channel['channel_id']} {final_state}: {reason}",
                                 channelId=channel["channel_id"], state=final_state)
-    store.commit([_head_update(channel, channel["adapter_state"], seq, now_ms, reason, final_state), *actions,
-                *(extra or []), event])
+    return bool(uow.commit([_head_update(channel, channel["adapter_state"], seq, now_ms, reason, final_state),
+                            *actions, *(extra or []), event]))
 
 
 def info(principal: Principal, channel_id: str) -> dict[str, Any]:
@@ -442,15 +437,11 @@ def sweep(now_ms: int | None = None, batch: int = 500) -> dict[str, int]:
     for head in due:
         if head.get("state") != "active":
             continue
-        try:
-            if int(head["expires_ms"]) <= now:
-                _finish(head, None, "ttl", now, "expired")
-                stats["expired"] += 1
-            elif head["adapter_state"].get("phase") == "reply" and int(head["adapter_state"]["reply_due_ms"]) <= now:
-                respondent = names(head)[1]
-                _finish(head, None, adapters.consulting.REPLY_WITHIN_VIOLATED, now, "closed",
-                        peers.observe_actions(head["network_id"], respondent, consults_expired=1))
-                stats["reply_within"] += 1
-        except store.TransactionCancelled:
-            continue  # another run or a send moved it; the next run looks again
+        # a head another run or a send moved meanwhile is not counted: the next run looks again
+        if int(head["expires_ms"]) <= now:
+            stats["expired"] += _finish(head, None, "ttl", now, "expired")
+        elif head["adapter_state"].get("phase") == "reply" and int(head["adapter_state"]["reply_due_ms"]) <= now:
+            respondent = names(head)[1]
+            stats["reply_within"] += _finish(head, None, adapters.consulting.REPLY_WITHIN_VIOLATED, now, "closed",
+                                             peers.observe_actions(head["network_id"], respondent, consults_expired=1))
     return stats

@@ -60,9 +60,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import random
 import secrets
-import time
 from typing import Any, Callable
 
 from relaynet import clock, events, globs, ids, observability
@@ -72,7 +70,7 @@ from relaynet.models.worker import ClaimRequest, ClaimsCheckRequest, ReleaseRequ
 from relaynet.resources import normalise as normalise_resource
 from relaynet.store import claims as store
 from relaynet.store import tasks as task_store
-from relaynet.store.table import MAX_TRANSACT_ITEMS
+from relaynet.store import unit_of_work as uow
 
 MAX_ATTEMPTS = 60
 MOVE_PER_CALL = 16  # lapsed claims, overlapping or not, moved out of the tree by one grant
@@ -128,10 +126,6 @@ def _result(item: dict[str, Any]) -> dict[str, Any]:
     out = view(item)
     out.pop("holder")
     return out
-
-
-def _backoff(attempt: int) -> None:
-    time.sleep(random.uniform(0, min(0.2, 0.005 * (2 ** min(attempt, 6)))))
 
 
 # --------------------------------------------------------------------------- where a claim lives
@@ -198,7 +192,7 @@ class _Claiming:
         self.attempts += 1
         if self.attempts >= MAX_ATTEMPTS:
             return False
-        _backoff(self.attempts)
+        uow.backoff(self.attempts)
         return True
 
     def run(self) -> dict[str, Any]:
@@ -236,11 +230,8 @@ class _Claiming:
         state = seen.get("state")
         if state == "granted" and int(seen["expiresAt"]) > now:
             return self._renew(seen, now)
-        if state == "granted":  # our own lapsed claim: it ends, and a new one (new id) begins
-            try:
-                store.commit(store.end_actions(self.net, seen, int(seen["expiresAt"]), "expired"))
-            except store.TransactionCancelled:
-                pass
+        if state == "granted":  # our own lapsed claim: it ends (unless it moved meanwhile), and a new one (new id) begins
+            uow.commit(store.end_actions(self.net, seen, int(seen["expiresAt"]), "expired"))
             return None
         if state == "defeated" or now - int(seen.get("announcedAt", 0)) > STALE_PENDING_MS:
             return mine if store.replace_dead(mine, seen) else None
@@ -264,11 +255,7 @@ class _Claiming:
         else:
             actions = [store.renew_action(seen, expires, task_id)]
         actions.append(store.mark_action(self.pk, self.anchor_path, now))  # the mark outlives the claim
-        try:
-            store.commit(actions)
-        except store.TransactionCancelled:
-            return None
-        return _result(item)
+        return _result(item) if uow.commit(actions) else None
 
     def _decide(self, mine: dict[str, Any]) -> dict[str, Any] | None:
         """Read and decide until granted (the result), refused (ClaimConflict), or our
@@ -293,9 +280,7 @@ class _Claiming:
             actions = self._grant(current, around, others, overlapping, now)
             if actions is None:
                 continue  # moved lapsed claims first (too many for one transaction)
-            try:
-                store.commit(actions)
-            except store.TransactionCancelled:
+            if not uow.commit(actions):
                 if self._retry():
                     continue
                 store.withdraw(self.pk, self.sk, mine["attempt"])
@@ -327,13 +312,10 @@ class _Claiming:
                                else store.defeat_action(i, tree["id"]))
         for i in must_move + may_move:
             moves = store.end_actions(self.net, i, int(i["expiresAt"]), "expired")
-            if len(actions) + len(moves) > MAX_TRANSACT_ITEMS:
+            if not uow.fits(actions, moves):
                 if i in may_move:
                     break
-                try:  # an overlapping lapsed claim must leave before we are granted
-                    store.commit(moves)
-                except store.TransactionCancelled:
-                    pass
+                uow.commit(moves)  # an overlapping lapsed claim must leave before we are granted
                 return None
             actions += moves
         return actions
@@ -427,7 +409,7 @@ def release(principal: Principal, req: ReleaseRequest, *, any_holder: bool = Fal
     unless ``any_holder``: the representative's control_release_claim).
     """
     net = principal.network_id
-    for attempt in range(MAX_ATTEMPTS):
+    for _ in uow.attempts(MAX_ATTEMPTS):
         # The reference first, then the ended record: a move between the two reads is then seen
         # by the second (two GetItems are serialisable against the move's transaction).
         ref = store.get_ref(net, req.claimId)
@@ -447,14 +429,11 @@ def release(principal: Principal, req: ReleaseRequest, *, any_holder: bool = Fal
         released_event = events.event_action(net, "claim", who, f"claim {ref['scope']} of "
                                              f"{ref['holder'].get('agent')} released", claimId=req.claimId,
                                              state="released", scope=ref["scope"])
-        try:
-            store.commit([*store.release_actions(net, ref, now), released_event])
-        except store.TransactionCancelled:
+        if not uow.commit([*store.release_actions(net, ref, now), released_event]):
             tree = store.get_tree(ref["treePk"], ref["treeSk"])
             if tree is not None and tree.get("id") == ref["id"] and _lapsed(tree, now):
                 return {"claimId": req.claimId, "released": False, "reason": "expired"}
-            _backoff(attempt)  # moved, renewed or released meanwhile: look again
-            continue
+            continue  # moved, renewed or released meanwhile: look again
         return {"claimId": req.claimId, "released": True}
     raise Conflict("in_progress", "the claim keeps changing; retry", headers={"Retry-After": "1"})
 
@@ -519,17 +498,14 @@ def _release_each(net: str, items: list[dict[str, Any]], wanted: Callable[[dict[
     released = 0
     for c in items:
         item = c
-        for attempt in range(MAX_ATTEMPTS):
+        for _ in uow.attempts(MAX_ATTEMPTS):
             now = clock.now_ms()
             if not is_active(item, now):
                 break
-            try:
-                store.commit(_hub_release(net, item, now))
-            except store.TransactionCancelled:  # renewed, released or moved meanwhile
+            if not uow.commit(_hub_release(net, item, now)):  # renewed, released or moved meanwhile
                 item = store.get_tree(*store.tree_key(c))
                 if item is None or item.get("id") != c["id"] or not wanted(item):
                     break
-                _backoff(attempt)
                 continue
             released += 1
             break
@@ -550,10 +526,7 @@ def migrate_network(net: str) -> int:
     for item in old:
         now = clock.now_ms()
         if not is_active(item, now):
-            try:
-                store.commit(store.migrate_actions(net, item, None, 0))
-            except store.TransactionCancelled:
-                pass
+            uow.commit(store.migrate_actions(net, item, None, 0))  # released meanwhile: nothing to move
             continue
         pk = store.tree_pk(net, item["scopeType"], item.get("resourceId"))
         at = anchor(item["scopeType"], item["scope"])
@@ -566,11 +539,9 @@ def migrate_network(net: str) -> int:
                    store.high_water_action(pk, "/".join(at), int(item["fencingToken"]), now)]
         if item.get("taskId"):
             actions += store.task_index_actions(net, item["taskId"], tree, ref_ttl)
-        try:
-            store.commit(actions)
+        if uow.commit(actions):
             moved += 1
-        except store.TransactionCancelled:
-            pass  # released or renewed meanwhile by a hub that is not migrated: the next run moves it
+        # else: released or renewed meanwhile by a hub that is not migrated: the next run moves it
     if head is not None and not store.legacy_claims(net)[1]:
         store.delete_head(net)
     return moved

@@ -44,8 +44,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
-import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from relaynet import cache, clock, events, ids, limits
@@ -56,6 +54,7 @@ from relaynet.resources import normalise as normalise_resource
 from relaynet.store import directory as dir_store
 from relaynet.store import mailboxes as store
 from relaynet.store import tasks as task_store
+from relaynet.store import unit_of_work as uow
 from relaynet.store.mailboxes import Thread, mailbox_item  # mailbox_item: the one writer of mailbox entries (GSI3PK)
 
 if TYPE_CHECKING:  # annotations only: the sweep loads no pydantic models
@@ -63,7 +62,7 @@ if TYPE_CHECKING:  # annotations only: the sweep loads no pydantic models
 
 INBOX_LIMIT = 100
 MAX_INBOX_BYTES = 3 * 1024 * 1024  # one fetch's messages (a transaction's items total at most 4 MB)
-_SEND_ATTEMPTS = 6
+_SEND_ATTEMPTS = 8  # with relaynet.store.unit_of_work's backoff: up to about 0.5 s of pauses
 _INBOX_ROUNDS = 8
 
 _PUBLIC = ("id", "threadId", "kind", "from", "to", "subject", "body", "taskId", "resource", "channelId",
@@ -142,24 +141,25 @@ def _chunk_error(exc: store.ChunkFailed, keyed: bool) -> RelaynetError:
 
 def deliver(net: str, msg: dict[str, Any], mailboxes: list[dict[str, str]], thread_actions: list[dict[str, Any]],
             response: dict[str, Any] | None = None, record_key: tuple[str, str] | None = None,
-            request_hash: str | None = None) -> None:
+            request_hash: str | None = None) -> bool:
     """Write ``msg`` to its thread and to every mailbox, plus ``thread_actions``, atomically
-    (relaynet.store.mailboxes.deliver). Raises TransactionCancelled when the first transaction
-    lost a race (nothing was written), AlreadySent when ``record_key`` already exists, and
-    RateLimited (with a key) / RelaynetError (without) when a later chunk could not be written
-    (the message is in its thread)."""
+    (relaynet.store.mailboxes.deliver). Returns False when the first transaction lost a race
+    (nothing was written; read the thread again). Raises AlreadySent when ``record_key`` already
+    exists, and RateLimited (with a key) / RelaynetError (without) when a later chunk could not
+    be written (the message is in its thread)."""
     try:
-        store.deliver(net, msg, mailboxes, thread_actions, response, record_key, request_hash)
+        return store.deliver(net, msg, mailboxes, thread_actions, response, record_key, request_hash)
     except store.ChunkFailed as exc:
         raise _chunk_error(exc, record_key is not None) from None
 
 
-def _resume(net: str, record_key: tuple[str, str], request_hash: str) -> dict[str, Any]:
-    """Finish a send whose first transaction committed in an earlier attempt; its first response.
-    Conflict ``already_exists`` when the key was used with another body."""
+def _resume(net: str, record_key: tuple[str, str], request_hash: str) -> dict[str, Any] | None:
+    """Finish a send whose first transaction committed in an earlier attempt; its first response,
+    or None when its record expired and went in between (run the send afresh). Conflict
+    ``already_exists`` when the key was used with another body."""
     rec = store.get_send_record(record_key)
     if rec is None:
-        raise store.TransactionCancelled([])  # expired and deleted in between: run the send afresh
+        return None
     if rec.requestHash != request_hash:
         raise Conflict("already_exists", "this Idempotency-Key was used with a different body")
     try:
@@ -169,23 +169,19 @@ def _resume(net: str, record_key: tuple[str, str], request_hash: str) -> dict[st
     return rec.response
 
 
-def _send(attempt: Callable[..., dict[str, Any]], net: str, request: Any) -> dict[str, Any]:
-    """Run ``attempt`` (which reads the thread and calls :func:`deliver`) until its first
-    transaction commits; resume instead when this Idempotency-Key's send record exists."""
+def _send(attempt: Callable[..., dict[str, Any] | None], net: str, request: Any) -> dict[str, Any]:
+    """Run ``attempt`` (which reads the thread and calls :func:`deliver`; None when that lost a
+    race) until its first transaction commits; resume instead when this Idempotency-Key's send
+    record exists."""
     record_key = _send_key(net)
     request_hash = _request_hash(request)
-    for n in range(_SEND_ATTEMPTS):
+    for _ in uow.attempts(_SEND_ATTEMPTS):  # after a lost race the thread moved under us: read it again
         try:
-            return attempt(record_key, request_hash)
+            sent = attempt(record_key, request_hash)
         except store.AlreadySent:
-            try:
-                return _resume(net, record_key, request_hash)
-            except store.TransactionCancelled:
-                pass
-        except store.TransactionCancelled:
-            pass
-        if n < _SEND_ATTEMPTS - 1:
-            time.sleep(random.uniform(0, 0.02 * (2 ** n)))  # the thread moved under us: read it again
+            sent = _resume(net, record_key, request_hash)
+        if sent is not None:
+            return sent
     raise RateLimited("the thread is busy; retry", headers={"Retry-After": "1"})
 
 
@@ -294,9 +290,9 @@ def ask(principal: Principal, req: AskRequest) -> dict[str, Any]:
         msg = new_message("ask", thread_id, principal.actor, to, req.body, subject, req.taskId, resource)
         response = {"messageId": msg["id"], "threadId": thread_id, "recipients": addresses(mailboxes)}
         thread = _thread_write(net, principal, meta, thread_id, subject, recipients, to, req.taskId, resource)
-        deliver(net, msg, mailboxes, [thread, _event(net, principal, msg, recipients)], response, record_key,
-                request_hash)
-        return response
+        delivered = deliver(net, msg, mailboxes, [thread, _event(net, principal, msg, recipients)], response,
+                            record_key, request_hash)
+        return response if delivered else None
 
     return _send(attempt, net, req)
 
@@ -322,7 +318,8 @@ def wake_notice(principal: Principal, box: dict[str, str], body: str, reason: st
     participants = [to["agent"]] if "agent" in to else []
     thread = store.create_thread(Thread(id=thread_id, subject=msg["subject"],
                                         participants={principal.speaker, *participants}), net)
-    deliver(net, msg, [box], [thread, _event(net, principal, msg, participants)])
+    if not deliver(net, msg, [box], [thread, _event(net, principal, msg, participants)]):  # its thread is new
+        raise RateLimited("the mailbox is busy; retry", headers={"Retry-After": "1"})
     return {"messageId": msg["id"], "threadId": thread_id, "to": to}
 
 
@@ -371,9 +368,9 @@ def reply(principal: Principal, req: ReplyRequest) -> dict[str, Any]:
                           meta.taskId, meta.resource)
         response = {"messageId": msg["id"], "threadId": req.threadId, "recipients": addresses(mailboxes)}
         thread = _thread_write(net, principal, meta, req.threadId, meta.subject or "", recipients, None, None, None)
-        deliver(net, msg, mailboxes, [thread, _event(net, principal, msg, recipients)], response, record_key,
-                request_hash)
-        return response
+        delivered = deliver(net, msg, mailboxes, [thread, _event(net, principal, msg, recipients)], response,
+                            record_key, request_hash)
+        return response if delivered else None
 
     return _send(attempt, net, req)
 

@@ -47,6 +47,7 @@ from relaynet import clock, routing
 from relaynet.config import settings
 from relaynet.directory import Directory, load
 from relaynet.store import tasks as store
+from relaynet.store import unit_of_work as uow
 from relaynet.tasks import Before, expire_offer, instance_update, offer_actions, park, save
 
 log = Logger(child=True)  # relaynet.observability.logger's child: "<service>.sweep"
@@ -266,9 +267,7 @@ def _route(task: dict[str, Any], d: Directory, now: int) -> list[str]:
     else:
         park(task, now)
         outcomes.append("parked")
-    try:
-        store.commit([*save(task, before, now), *actions])
-    except store.TransactionCancelled:
+    if not uow.commit([*save(task, before, now), *actions]):
         if chosen is not None:
             (chosen.get("active") or set()).discard(task["id"])
         if expired_from is not None and expired_from in d.instances:

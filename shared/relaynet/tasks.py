@@ -17,15 +17,13 @@ checks one marker per group instead of every parked task (relaynet.sweep).
 
 from __future__ import annotations
 
-import random
-import time
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from relaynet import clock, cursors, events, ids, peers
 from relaynet import routing
 from relaynet.config import settings
 from relaynet.directory import Directory, load
-from relaynet.errors import InvalidArgument, InvalidTransition, NotFound, PermissionDenied
+from relaynet.errors import Conflict, InvalidArgument, InvalidTransition, NotFound, PermissionDenied
 from relaynet.identity import Principal
 from relaynet.messaging import instance_address, new_message
 from relaynet.models.worker import TaskUpdateRequest
@@ -35,7 +33,7 @@ from relaynet.store import mailboxes as mail_store
 from relaynet.store import tasks as store
 from relaynet.store.mailboxes import Thread
 from relaynet.store.tasks import Before
-from relaynet.store.table import MAX_TRANSACT_ITEMS
+from relaynet.store import unit_of_work as uow
 from relaynet.taskstate import HELD, REASON_REQUIRED, TERMINAL, allowed_from, cap_history, decide
 
 if TYPE_CHECKING:
@@ -202,7 +200,10 @@ def delegate(creator: Principal, req: DelegateRequest, network_id: str | None = 
     }
     base = {**task, "history": [dict(h) for h in task["history"]]}
     participants = {creator.agent} if creator.agent else {"-"}
-    for attempt in range(_MAX_ATTEMPTS):
+    for attempt in uow.attempts(_MAX_ATTEMPTS):
+        if attempt:  # another transaction held the chosen instance, or it was stopped meanwhile: again,
+            d, now = load(net), clock.now_ms()  # from a fresh directory
+            task = {**base, "history": [dict(h) for h in base["history"]]}
         # replies in the task's thread go to the creator (its lastPoster)
         thread = Thread(id=task["threadId"], subject=task["title"], participants=participants, taskId=task_id,
                         resource=resource, lastPoster=creator.agent or None)
@@ -216,17 +217,10 @@ def delegate(creator: Principal, req: DelegateRequest, network_id: str | None = 
         actions.append(mail_store.create_thread(thread, net))
         actions.append(events.event_action(net, "task", creator.actor, f"task {task['title']!r} delegated to "
                                            f"{next(iter(target.values()))}", taskId=task_id, state="pending"))
-        try:
-            store.commit([*save(task, Before(None), now), *actions])
+        if uow.commit([*save(task, Before(None), now), *actions]):
             break
-        except store.TransactionCancelled:
-            # another transaction held the chosen instance, or it was stopped meanwhile: again,
-            # from a fresh directory
-            if attempt == _MAX_ATTEMPTS - 1:
-                raise
-            time.sleep(random.uniform(0, 0.005 * (2 ** attempt)))
-            d, now = load(net), clock.now_ms()
-            task = {**base, "history": [dict(h) for h in base["history"]]}
+    else:
+        raise Conflict("in_progress", "the directory is busy; retry", headers={"Retry-After": "1"})
     out = {"taskId": task_id, "state": task["state"]}
     if task.get("assignee"):
         out["assignee"] = task["assignee"]
@@ -355,7 +349,7 @@ def update(principal: Principal, req: TaskUpdateRequest, on_terminal: TerminalRe
         return directory[0]
 
     first: Before | None = None
-    for attempt in range(_MAX_ATTEMPTS):
+    for attempt in uow.attempts(_MAX_ATTEMPTS):
         task = load_task(net, req.taskId)
         before = Before(task)
         if first is None:
@@ -368,13 +362,10 @@ def update(principal: Principal, req: TaskUpdateRequest, on_terminal: TerminalRe
         release = req.status in TERMINAL and on_terminal is not None
         if release and attempt < _RELEASE_IN_MOVE_ATTEMPTS:
             releases = on_terminal.actions(net, task["id"], now)
-            if len(actions) + len(releases) <= MAX_TRANSACT_ITEMS:
+            if uow.fits(actions, releases):
                 actions, release = [*actions, *releases], False
-        try:
-            store.commit(actions)
-        except store.TransactionCancelled:
+        if not uow.commit(actions):
             directory.clear()
-            time.sleep(random.uniform(0, 0.005 * (2 ** attempt)))
             continue
         if release:
             on_terminal(net, task["id"])
@@ -458,7 +449,7 @@ def progress(principal: Principal, task_id: str, payload: Any) -> dict[str, Any]
     its history entry and notice). Anyone else is 403; a task the assignee does not hold
     (offered, terminal) is 409 with ``allowed``. Returns ``{task}``."""
     net = principal.network_id
-    for attempt in range(_MAX_ATTEMPTS):
+    for _ in uow.attempts(_MAX_ATTEMPTS):
         task = load_task(net, task_id)
         before, now = Before(task), clock.now_ms()
         if task.get("assignee") != principal.instance_id:
@@ -475,10 +466,7 @@ def progress(principal: Principal, task_id: str, payload: Any) -> dict[str, Any]
                                    f"Task {task['title']!r} is now working.")
         else:
             task["updatedAt"] = clock.iso(now)
-        try:
-            store.commit([*save(task, before, now), *actions])
-        except store.TransactionCancelled:
-            time.sleep(random.uniform(0, 0.005 * (2 ** attempt)))
+        if not uow.commit([*save(task, before, now), *actions]):
             continue
         return {"task": view(task)}
     raise InvalidTransition(task["state"], "working", allowed_from(task["state"]))
@@ -557,7 +545,7 @@ def return_to_pending(net: str, instance_id: str, reason: str = "instance stoppe
     inst = dir_store.instance(net, instance_id) or {}
     moved = []
     for task_id in sorted(inst.get("active") or ()):
-        for attempt in range(_MAX_ATTEMPTS):
+        for _ in uow.attempts(_MAX_ATTEMPTS):
             task = store.get(net, task_id)
             if not _requeueable(task, instance_id):
                 store.forget_on_instance(net, instance_id, task_id)
@@ -565,10 +553,7 @@ def return_to_pending(net: str, instance_id: str, reason: str = "instance stoppe
             before, now = Before(task), clock.now_ms()
             actions = [instance_update(net, instance_id, task_id, remove=("active", "held")),
                        *_requeue(task, instance_id, reason, now)]
-            try:
-                store.commit([*save(task, before, now), *actions])
-            except store.TransactionCancelled:
-                time.sleep(random.uniform(0, 0.005 * (2 ** attempt)))
+            if not uow.commit([*save(task, before, now), *actions]):
                 continue
             moved.append(task_id)
             break

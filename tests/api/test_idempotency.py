@@ -258,7 +258,6 @@ def test_a_fan_out_that_failed_midway_is_completed_by_the_retry_with_its_key(api
         return real(actions, token)
 
     monkeypatch.setattr(t, "transact", throttled_after_the_first)
-    monkeypatch.setattr(messaging.time, "sleep", lambda s: None)
     status, err, headers = api("network_ask", body, token, key)
     assert status == 429 and err["error"]["code"] == "rate_limited" and headers["retry-after"] == "1"
     monkeypatch.setattr(t, "transact", real)

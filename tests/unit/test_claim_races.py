@@ -85,23 +85,22 @@ def _tree(net_id: str) -> list[dict]:
 def test_concurrent_claims_in_disjoint_subtrees_all_succeed_without_one_retry(dynamodb, monkeypatch):
     """Issue 25: claims in disjoint directory subtrees, at any depth, share no item, so none of
     them is ever cancelled and retried; each token is above the earlier overlapping one's."""
-    from relaynet.store import claims as store
+    from relaynet.store import unit_of_work as uow
 
     net = apply(SPEC)
     coders = [net.principals[f"coder{i}"] for i in range(THREADS)]
     before = claims.claim(coders[0], w.ClaimRequest(scope="soak/**"))
     claims.release(coders[0], w.ReleaseRequest(claimId=before["claimId"]))
     cancelled = []
-    real = store.commit
+    real = uow.commit
 
     def commit(actions):
-        try:
-            return real(actions)
-        except store.TransactionCancelled:
+        outcome = real(actions)
+        if not outcome:
             cancelled.append(actions)
-            raise
+        return outcome
 
-    monkeypatch.setattr(store, "commit", commit)
+    monkeypatch.setattr(uow, "commit", commit)
     results = _at_once(lambda ip: claims.claim(ip[1], w.ClaimRequest(scope=f"soak/a{ip[0]}/deep/**")),
                        list(enumerate(coders)))
     assert all(isinstance(r, dict) for r in results), [r for r in results if not isinstance(r, dict)]

@@ -243,7 +243,6 @@ def _fail_transaction(monkeypatch, number: int):
         return real(actions, token)
 
     monkeypatch.setattr(t, "transact", flaky)
-    monkeypatch.setattr(messaging.time, "sleep", lambda s: None)
     return count
 
 
@@ -281,7 +280,6 @@ def test_a_fan_out_that_fails_midway_is_completed_by_a_retry_with_the_same_key(c
         return real(actions, token)
 
     monkeypatch.setattr(t, "transact", failing_chunk)
-    monkeypatch.setattr(messaging.time, "sleep", lambda s: None)
     with identity.request_key("network_ask#boss#k-1"):
         with pytest.raises(RateLimited) as err:
             messaging.ask(boss, req)

@@ -10,9 +10,12 @@ excepted) and ``functions/``:
 - nothing imports ``relaynet.store.table`` except for the table's plumbing, which is no storage
   access: an entry point's declared actions (``declares``, ``declared``, ``check_actions``,
   ``IDEMPOTENCY_ACTIONS``, ``UndeclaredAction``: least privilege, checked in the table), the
-  stream's item codec (``decode``), the commit listener (``on_commit``) and DynamoDB's limit on a
-  transaction (``MAX_TRANSACT_ITEMS``). A read or write (``get``, ``put``, ``query``, ``tx_put``,
-  ``transact``, ``ride``, ...) goes through a repository of ``store/``.
+  stream's item codec (``decode``) and the commit listener (``on_commit``). A read or write
+  (``get``, ``put``, ``query``, ``tx_put``, ``transact``, ``ride``, ...) goes through a repository
+  of ``store/``;
+- the domain commits through the unit of work (``relaynet.store.unit_of_work``): no code names
+  ``TransactionCancelled`` or DynamoDB's 100-action limit (``MAX_TRANSACT_ITEMS``), and none
+  draws a retry jitter of its own (``random.uniform``, ``random.random``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ KEY_ATTRIBUTE = re.compile(r"\b(?:PK|SK|GSI\d(?:PK|SK))\b")
 TABLE = "relaynet.store.table"
 #: What of relaynet.store.table code outside the store may use (module docstring).
 PLUMBING = frozenset({"declares", "declared", "check_actions", "IDEMPOTENCY_ACTIONS", "UndeclaredAction",
-                      "decode", "on_commit", "MAX_TRANSACT_ITEMS"})
+                      "decode", "on_commit"})
+#: Names only the store may use (module docstring): the unit of work answers an Outcome instead.
+STORE_ONLY = frozenset({"TransactionCancelled", "MAX_TRANSACT_ITEMS"})
+JITTER = frozenset({("random", "uniform"), ("random", "random")})
 
 #: Files still on the domain's side of the wall -> why.
 ALLOWED = {
@@ -85,11 +91,28 @@ def table_uses(tree: ast.AST) -> list[str]:
     return sorted(found, key=lambda f: int(f.split(":")[0]))
 
 
+def unit_of_work_bypasses(tree: ast.AST) -> list[str]:
+    """``line: what`` of every name of :data:`STORE_ONLY` (as a name, an attribute or an import)
+    and every :data:`JITTER` call: a commit, a lost race or a backoff handled outside the unit of work."""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in STORE_ONLY:
+            found.append(f"{node.lineno}: {node.id}")
+        elif isinstance(node, ast.Attribute) and node.attr in STORE_ONLY:
+            found.append(f"{node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.ImportFrom):
+            found += [f"{node.lineno}: import {a.name}" for a in node.names if a.name in STORE_ONLY]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and isinstance(node.func.value, ast.Name) and (node.func.value.id, node.func.attr) in JITTER):
+            found.append(f"{node.lineno}: {node.func.value.id}.{node.func.attr}()")
+    return sorted(found, key=lambda f: int(f.split(":")[0]))
+
+
 def _breaches() -> dict[str, list[str]]:
     out = {}
     for path in _sources():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        found = key_spellings(tree) + table_uses(tree)
+        found = key_spellings(tree) + table_uses(tree) + unit_of_work_bypasses(tree)
         if found:
             out[path.relative_to(ROOT).as_posix()] = found
     return out
@@ -118,4 +141,11 @@ def test_the_scan_sees_what_it_forbids():
     tree = ast.parse(src)
     assert key_spellings(tree) == ["5: 'PK'", "5: 'SK'", "6: 'SK'", "7: 'attribute_not_exists(PK)'",
                                    "8: 'SET GSI1SK = :lease'"]
-    assert table_uses(tree) == ["3: from relaynet.store.table import transact", "7: table.put"]
+    assert table_uses(tree) == ["3: from relaynet.store.table import MAX_TRANSACT_ITEMS",
+                                "3: from relaynet.store.table import transact", "7: table.put"]
+    loop = ("from relaynet.store.table import TransactionCancelled\n"
+            "try:\n    store.commit(actions)\nexcept store.TransactionCancelled:\n"
+            "    time.sleep(random.uniform(0, 0.005))\n"
+            "if len(actions) > MAX_TRANSACT_ITEMS:\n    pass\n")
+    assert unit_of_work_bypasses(ast.parse(loop)) == ["1: import TransactionCancelled", "4: .TransactionCancelled",
+                                                      "5: random.uniform()", "6: MAX_TRANSACT_ITEMS"]

@@ -112,10 +112,8 @@ def create(p: Principal, agent: str, params: PushConfigParams) -> dict[str, Any]
     fields: dict[str, Any] = {"url": params.url, "token": params.token}
     if params.authentication is not None:
         fields["authentication"] = params.authentication.model_dump(exclude_none=True)
-    try:
-        store.put(net, task["id"], owner(p), config_id, fields, sent_of(view), clock.now_iso())
-    except store.TransactionCancelled:  # the task went away since it was read
-        raise wire.task_not_found(params.taskId, agent) from None
+    if not store.put(net, task["id"], owner(p), config_id, fields, sent_of(view), clock.now_iso()):
+        raise wire.task_not_found(params.taskId, agent)  # the task went away since it was read
     return _public({"configId": config_id, "taskId": task["id"], **fields})
 
 

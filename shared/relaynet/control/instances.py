@@ -15,9 +15,10 @@ from typing import Any
 
 from relaynet import claims, clock, events, tasks
 from relaynet.control.grants import scope
-from relaynet.errors import InvalidArgument, NotFound
+from relaynet.errors import Conflict, InvalidArgument, NotFound
 from relaynet.identity import INSTANCE_PREFIX, Principal, hash_token, launch_instance, mint_token, token_item
 from relaynet.store import directory as dir_store
+from relaynet.store import unit_of_work as uow
 
 CONFIRMATION_TTL_S = 300
 STOP_ATTEMPTS = 3  # single-transaction attempts of a stop before it goes object by object
@@ -51,15 +52,21 @@ def _operated(principal: Principal, network_id: str | None, instance_id: str) ->
     return rep, p, seen["inst"]
 
 
-def _run(actions: list[dict[str, Any]]) -> None:
+def _run(actions: list[dict[str, Any]]) -> bool:
     """One transaction whose first action consumes the confirmation: a failed condition there is
-    400 ``confirmationId``; any other cancellation propagates."""
-    try:
-        dir_store.commit(actions)
-    except dir_store.TransactionCancelled as exc:
-        if exc.reasons and exc.reasons[0] == "ConditionalCheckFailed":
-            raise _bad_confirmation() from None
-        raise
+    400 ``confirmationId``. False (nothing written, the confirmation still unused) when another
+    action's condition failed or the transaction met another one."""
+    done = uow.commit(actions)
+    if not done and done.refused_at(0):
+        raise _bad_confirmation()
+    return bool(done)
+
+
+def _run_once(actions: list[dict[str, Any]]) -> None:
+    """:func:`_run`, and a lost race is Conflict ``in_progress`` (409, ``Retry-After``): the
+    instance changed meanwhile, and the same ``confirmationId`` may be sent again."""
+    if not _run(actions):
+        raise Conflict("in_progress", "the instance changed meanwhile; retry", headers={"Retry-After": "1"})
 
 
 def stop_agent(principal: Principal, network_id: str | None, instance_id: str,
@@ -78,21 +85,19 @@ def stop_agent(principal: Principal, network_id: str | None, instance_id: str,
     net = p.network_id
     if confirmation_id is None:
         return _confirm(rep, "stop", net, instance_id)
-    for _ in range(STOP_ATTEMPTS):
+    for _ in uow.attempts(STOP_ATTEMPTS):
         now = clock.now_ms()
         seen = sorted(inst.get("active") or ())
         released, claim_actions = claims.holder_release_actions(net, instance_id, now)
         requeued, task_actions = tasks.requeue_actions(net, instance_id, seen, _STOP_REASON, now)
         actions = [*_stop_actions(rep, net, inst, confirmation_id, now, seen), *claim_actions, *task_actions]
-        if len(actions) > dir_store.MAX_ACTIONS:
+        if not uow.fits(actions):
             break
-        try:
-            _run(actions)
-        except dir_store.TransactionCancelled:  # a claim renewed, a task moved or an offer landed: read again
+        if not _run(actions):  # a claim renewed, a task moved or an offer landed: read again
             inst = dir_store.instance(net, instance_id) or inst
             continue
         return {"instanceId": instance_id, "status": "stopped", "releasedClaims": released, "requeuedTasks": requeued}
-    _run(_stop_actions(rep, net, inst, confirmation_id, clock.now_ms(), None))
+    _run_once(_stop_actions(rep, net, inst, confirmation_id, clock.now_ms(), None))
     released = claims.release_for_holder(net, instance_id)
     requeued = tasks.return_to_pending(net, instance_id, _STOP_REASON)
     return {"instanceId": instance_id, "status": "stopped", "releasedClaims": released, "requeuedTasks": requeued}
@@ -123,7 +128,7 @@ def restart_agent(principal: Principal, network_id: str | None, instance_id: str
         return _confirm(rep, "restart", net, instance_id)
     token = mint_token(INSTANCE_PREFIX)
     now = clock.now_ms()
-    _run([
+    _run_once([
         dir_store.consume_confirmation_action(rep["name"], confirmation_id, "restart", net, instance_id, now),
         dir_store.restart_instance_action(net, instance_id, inst["tokenHash"], hash_token(token), now),
         dir_store.revoke_token_action(inst["tokenHash"]),

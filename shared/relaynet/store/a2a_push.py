@@ -23,8 +23,8 @@ from typing import Any
 
 from relaynet.store import keys as k
 from relaynet.store import table as t
+from relaynet.store import unit_of_work as uow
 
-TransactionCancelled = t.TransactionCancelled
 PREFIX = "A2APUSH#"
 RETRY_PK = "A2APUSHRETRY"
 #: Configs one owner may keep on one task (A2A sets no bound; a task is not a mailing list).
@@ -44,18 +44,18 @@ def partition(net: str, task_id: str) -> tuple[dict[str, Any] | None, list[dict[
 
 
 def put(net: str, task_id: str, owner: str, config_id: str, fields: dict[str, Any], sent: dict[str, Any],
-        now_iso: str) -> None:
+        now_iso: str) -> bool:
     """Create or replace the config (a replaced config keeps nothing of the old one: its receiver
     is sent the task as it is now), and mark the task ``a2aPush`` (bumping its version) in the same transaction.
-    Raises TransactionCancelled when the task is gone."""
+    False (nothing written) when the task is gone."""
     pk = k.task_pk(net, task_id)
-    t.transact([
+    return bool(uow.commit([
         t.tx_put({"PK": pk, "SK": _sk(owner, config_id), "type": "a2aPushConfig", "networkId": net, "taskId": task_id,
                   "owner": owner, "configId": config_id, "createdAt": now_iso, "sent": sent, "seq": 0, **fields}),
         # the version moves too: a transition that read the task before this fails its conditional
         # put and retries on the marked item, so the mark is never written over
         t.tx_update(pk, k.META, "SET a2aPush = :yes ADD version :one", "attribute_exists(PK)", yes=True, one=1),
-    ])
+    ]))
 
 
 def delete(net: str, task_id: str, owner: str, config_id: str) -> bool:

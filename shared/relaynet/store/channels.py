@@ -15,7 +15,6 @@ from typing import Any, Iterable, Iterator
 from relaynet.store import keys as k
 from relaynet.store import table as t
 
-TransactionCancelled = t.TransactionCancelled
 
 _ENV = "ENV#"
 _HEAD_SK = "HEAD"
@@ -135,7 +134,3 @@ def head_update(channel: dict[str, Any], new_state: dict[str, Any], seq: int, *,
     return t.tx_update(*k.channel_head(channel["network_id"], channel["channel_id"]), expr,
                        "seq = :seen AND #s = :active", names={"#s": "state"}, **vals)
 
-
-def commit(actions: list[dict[str, Any]]) -> None:
-    """One TransactWriteItems of a channel's change; TransactionCancelled when the head moved."""
-    t.transact(actions)

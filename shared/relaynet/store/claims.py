@@ -345,10 +345,6 @@ def delete_head(net: str) -> bool:
     return t.delete_if(*k.claims_head(net), "attribute_exists(PK)")
 
 
-def commit(actions: list[dict[str, Any]]) -> None:
-    """One TransactWriteItems; TransactionCancelled when an item moved since it was read."""
-    t.transact(actions)
-
 
 # --------------------------------------------------------------------------- a tree item's key, for relaynet.claims
 

@@ -13,8 +13,6 @@ from relaynet.store import identity as identity_store
 from relaynet.store import keys as k
 from relaynet.store import table as t
 
-TransactionCancelled = t.TransactionCancelled
-MAX_ACTIONS = t.MAX_TRANSACT_ITEMS  # one TransactWriteItems
 
 
 def _rarely_changing(pk: str, sk: str) -> dict[str, Any] | None:
@@ -221,11 +219,6 @@ def set_capabilities(net: str, instance_id: str, capabilities: list[dict[str, An
     return bool(t.update(*k.instance(net, instance_id), "SET capabilities = :caps",
                          condition="attribute_exists(PK)", caps=capabilities))
 
-
-def commit(actions: list[dict[str, Any]]) -> None:
-    """One TransactWriteItems of an operation on the directory (and what goes with it);
-    TransactionCancelled with per-action reasons when a condition failed or it conflicted."""
-    t.transact(actions)
 
 
 def address_names(net: str) -> list[str]:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
-import time
 from typing import Any, Callable, Iterable, Iterator
 
 from aws_lambda_powertools import Logger
@@ -21,15 +19,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from relaynet import clock, observability
 from relaynet.store import keys as k
 from relaynet.store import table as t
+from relaynet.store import unit_of_work as uow
 
 logger = Logger(child=True)  # relaynet.observability.logger's child: "<service>.mailboxes"
 
-TransactionCancelled = t.TransactionCancelled
 
 INLINE_MAX_BYTES = 1024  # a mailbox entry up to this size carries the message; a larger one points at the thread
 SEND_RECORD_SECONDS = 3600  # as long as an Idempotency-Key is honoured (PROTOCOL.md 2)
 CHUNK = t.MAX_TRANSACT_ITEMS - 1  # mailbox entries per further transaction, next to the record's update
-CHUNK_ATTEMPTS = 4
+CHUNK_ATTEMPTS = 6  # after botocore's own retries; relaynet.store.unit_of_work's backoff between them
 _MSG = "MSG#"
 
 
@@ -217,14 +215,14 @@ def _chunk_token(msg_id: str, index: int) -> str:
 
 def deliver(net: str, msg: dict[str, Any], mailboxes: list[dict[str, str]], thread_actions: list[dict[str, Any]],
             response: dict[str, Any] | None = None, record_key: tuple[str, str] | None = None,
-            request_hash: str | None = None) -> None:
+            request_hash: str | None = None) -> bool:
     """Write ``msg`` to its thread and to every mailbox, plus ``thread_actions``, atomically.
 
     The first transaction holds ``thread_actions``, the thread copy, the send record (when
     ``record_key`` is given) and as many mailbox entries as fit; the rest go in chunks of
-    :data:`CHUNK` (relaynet.messaging's docstring). Raises TransactionCancelled when the first
-    transaction lost a race (nothing was written), :class:`AlreadySent` when ``record_key``
-    already exists, and :class:`ChunkFailed` when a later chunk could not be written.
+    :data:`CHUNK` (relaynet.messaging's docstring). Returns True when written, False when the
+    first transaction lost a race (nothing was written). Raises :class:`AlreadySent` when
+    ``record_key`` already exists, and :class:`ChunkFailed` when a later chunk could not be written.
     """
     entries = [mailbox_entry(net, a, msg) for a in mailboxes]
     actions = [*thread_actions, t.tx_put(message_item(net, msg))]
@@ -245,10 +243,11 @@ def deliver(net: str, msg: dict[str, Any], mailboxes: list[dict[str, str]], thre
     except t.TransactionCancelled as exc:
         if record_key and len(exc.reasons) == len(actions) and exc.reasons[-1] == "ConditionalCheckFailed":
             raise AlreadySent() from None
-        raise
+        return False
     if chunks:
         observability.count("DeliveryChunks", len(chunks))
     write_chunks(msg, chunks, record_key, done=set(), total=len(entries))
+    return True
 
 
 def write_chunks(msg: dict[str, Any], chunks: list[list[dict[str, Any]]], record_key: tuple[str, str] | None,
@@ -264,7 +263,7 @@ def write_chunks(msg: dict[str, Any], chunks: list[list[dict[str, Any]]], record
         if record_key:
             actions.append(t.tx_update(*record_key, "ADD done :ds", "attribute_exists(PK) AND NOT contains(done, :d)",
                                        ds={str(index)}, d=str(index)))
-        for attempt in range(CHUNK_ATTEMPTS):
+        for attempt in uow.attempts(CHUNK_ATTEMPTS):
             try:
                 t.transact(actions, token=_chunk_token(msg["id"], index))
                 break
@@ -278,7 +277,6 @@ def write_chunks(msg: dict[str, Any], chunks: list[list[dict[str, Any]]], record
                 logger.error("message %s: chunk %d of %d not written: %s", msg["id"], index + 1, len(chunks), failure)
                 observability.count("DeliveryChunkFailed")
                 raise ChunkFailed(msg, written, total, failure) from None
-            time.sleep(random.uniform(0, 0.05 * (2 ** attempt)))
         written += len(chunk)
 
 
@@ -335,14 +333,13 @@ def take(batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for attempt in range(6):
         if not pending:
             return []
-        try:
-            t.transact([t.tx_delete(e["PK"], e["SK"], "attribute_exists(PK)") for e in pending])
+        done = uow.commit([t.tx_delete(e["PK"], e["SK"], "attribute_exists(PK)") for e in pending])
+        if done:
             return pending
-        except t.TransactionCancelled as exc:
-            gone = {i for i, r in enumerate(exc.reasons) if r == "ConditionalCheckFailed"}
-            pending = [e for i, e in enumerate(pending) if i not in gone]
-            if not gone:  # a conflict with another fetcher's transaction: let it finish
-                time.sleep(random.uniform(0, 0.01 * (2 ** attempt)))
+        gone = {i for i, r in enumerate(done.reasons) if r == "ConditionalCheckFailed"}
+        pending = [e for i, e in enumerate(pending) if i not in gone]
+        if not gone:  # a conflict with another fetcher's transaction: let it finish
+            uow.backoff(attempt)
     return []
 
 

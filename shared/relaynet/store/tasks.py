@@ -14,8 +14,8 @@ from typing import Any, Iterator
 
 from relaynet.store import keys as k
 from relaynet.store import table as t
+from relaynet.store import unit_of_work as uow
 
-TransactionCancelled = t.TransactionCancelled
 
 _ART = "ART#"
 
@@ -226,28 +226,23 @@ def close_marker(marker: dict[str, Any]) -> bool:
     return True
 
 
-def commit(actions: list[dict[str, Any]]) -> None:
-    """One TransactWriteItems of a task's write and what goes with it; TransactionCancelled when a
-    condition failed or it conflicted."""
-    t.transact(actions)
-
 
 def artifacts_of_network(net: str) -> list[dict[str, Any]]:
     """Every artifact item of the network, newest first (GSI2 ``NET#<net>#ARTS``, paged)."""
     return t.query(k.artifacts_index(net), index="GSI2", forward=False)
 
 
-def publish_artifact(net: str, artifact: dict[str, Any]) -> None:
+def publish_artifact(net: str, artifact: dict[str, Any]) -> bool:
     """Put an artifact document (``{artifactId, uri, label, type, taskId, ref, publisher,
     createdAt}``) under its task (or the network's artifacts when ``taskId`` is None), listed in
     GSI2 ``NET#<net>#ARTS``; with a ``taskId``, in one transaction with a check that the task
-    exists. Raises TransactionCancelled when it does not."""
+    exists. False (nothing written) when it does not."""
     pk, sk = k.artifact(net, artifact["artifactId"], artifact.get("taskId"))
     actions = [t.tx_put({"PK": pk, "SK": sk, **artifact, "GSI2PK": k.artifacts_index(net),
                          "GSI2SK": artifact["artifactId"]}, "attribute_not_exists(PK)")]
     if artifact.get("taskId"):
         actions.append(t.tx_check(*k.task(net, artifact["taskId"]), "attribute_exists(PK)"))
-    t.transact(actions)
+    return bool(uow.commit(actions))
 
 
 def routing_position(item: dict[str, Any]) -> str:
