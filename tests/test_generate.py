@@ -98,3 +98,34 @@ def test_a_domain_module_named_like_the_tool_is_imported_under_another_name():
     assert "from relaynet import tasks as tasks_\n" in source
     assert "return tasks_.list_for(tool.caller())" in source and "\ndef tasks(" in source
     compile(source, "tasks.py", "exec")
+
+
+def test_the_clients_tool_lists_are_the_catalogues_surfaces_with_the_models_schemas():
+    """The client's distribution imports none of the hub's code, so the MCP bridge reads the
+    generated relaynet.client_tools; it must say exactly what the catalogue and the request
+    models say (names in catalogue order, descriptions, input schemas), surface by surface."""
+    from relaynet import client_tools, mcp_bridge
+
+    assert set(client_tools.SURFACES) == {"worker", "plugin", "control"}
+    for surface, tools in client_tools.SURFACES.items():
+        ops = catalogue.surface(surface)
+        assert [t["name"] for t in tools] == [op.name for op in ops]
+        for tool, op in zip(tools, ops):
+            assert tool["description"] == op.description
+            assert tool["inputSchema"] == generate.input_schema(op.model)
+        assert [(t.name, t.input_schema) for t in mcp_bridge.mcp_tools(surface)] == [
+            (op.name, generate.input_schema(op.model)) for op in ops]
+
+
+def test_the_clients_tables_and_literal_scopes_agree_with_the_hub():
+    """relaynet.client_tables restates the catalogue's idempotency and routes and the claim
+    globs' GLOB_CHARS; relaynet.edit_hook.literal (the client's) quotes a path as
+    relaynet.globs.literal (the hub's) does."""
+    from relaynet import client_tables, edit_hook, globs
+
+    assert client_tables.GLOB_CHARS == globs.GLOB_CHARS
+    assert client_tables.IDEMPOTENT_TOOLS == {op.name for op in generate.operations() if op.idempotent}
+    assert client_tables.TOOL_SURFACES == {name: op.surface for name, op in catalogue.TOOLS.items()}
+    assert client_tables.ENDPOINT_ROUTES == {n: (e.method, e.path) for n, e in catalogue.ENDPOINTS.items()}
+    for path in ("src/a.py", "g/[xy].py", "*.md", "docs/{a,b}?.txt", "plain", "a]b", ""):
+        assert edit_hook.literal(path) == globs.literal(path)

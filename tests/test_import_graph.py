@@ -1,7 +1,7 @@
 """What a function's cold start imports (issue 16, "trim the import graph"): no handler file
 loads the X-Ray SDK while tracing is off, nor the modules only the CLI, the SDK or the MCP bridge
 use. One fresh interpreter imports every handler file in turn, so a module any of them pulls in
-is caught (benchmarks/run.py measures what each one costs)."""
+is caught (benchmarks/run.py measures what each one costs). The wall between the hub's and the client's distributions is tests/unit/test_distribution_wall.py."""
 
 from __future__ import annotations
 

@@ -20,10 +20,10 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-import relaynet
-from relaynet import catalogue
-from relaynet.mcp_bridge import Bridge, format_error, input_schema
+from relaynet import catalogue, client_version, mcp_bridge
 from relaynet.client import ApiError
+from relaynet.mcp_bridge import Bridge, format_error
+from relaynet_local.generate import input_schema
 
 TOKEN = "rn_inst_test"
 WORKER_TOOLS = {
@@ -43,8 +43,9 @@ CLAIM_CONFLICT = {
         },
     }
 }
-# The directory that holds the relaynet package, so the child imports this checkout.
-SHARED_DIR = str(Path(relaynet.__path__[0]).resolve().parent)
+# The directory that holds the client's half of the relaynet namespace (client/), so the child
+# imports this checkout's bridge.
+SHARED_DIR = str(Path(mcp_bridge.__file__).resolve().parents[1])
 
 
 # --------------------------------------------------------------------------- the stub hub
@@ -132,7 +133,7 @@ def test_lists_exactly_the_worker_tools_with_schemas(stub):
 
     init, listed = with_bridge({"RELAYNET_URL": stub.url, "RELAYNET_TOKEN": TOKEN}, body)
     assert init.server_info.name == "relaynet-worker"
-    assert init.server_info.version == relaynet.__version__
+    assert init.server_info.version == client_version.__version__
     assert "network_inbox" in init.instructions and "claim" in init.instructions
     assert init.capabilities.tools is not None
 

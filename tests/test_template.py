@@ -501,7 +501,7 @@ def test_sam_build_builds_every_function_and_the_layer_without_docker(tmp_path):
         assert built[lid]["Properties"]["CodeUri"] == lid
     assert not (build / "SharedLayer" / "python" / "ag2").exists(), "the layer carries AG2's package"
     layer = build / "SharedLayer" / "python"
-    for package in ("relaynet/__init__.py", "relaynet/store/table.py", "relaynet/ui/index.html", "relaynet/ui/app.js",
+    for package in ("relaynet/version.py", "relaynet/store/table.py", "relaynet/ui/index.html", "relaynet/ui/app.js",
                     "relaynet/ui/app.css", "relaynet/ui/icon.svg", "aws_lambda_powertools", "pydantic",
                     "pydantic_core", "yaml", "boto3", "botocore"):
         assert (layer / package).exists(), f"the layer lacks {package}"
@@ -515,7 +515,7 @@ def test_sam_build_builds_every_function_and_the_layer_without_docker(tmp_path):
     for source in sources:
         pyc = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
         assert pyc.is_file(), f"no byte code for {source.relative_to(build)}"
-    for pyc in (layer / "relaynet" / "__pycache__" / f"__init__.{tag}.pyc",
+    for pyc in (layer / "relaynet" / "__pycache__" / f"version.{tag}.pyc",
                 build / "NetworkAskFunction" / "__pycache__" / f"network_ask.{tag}.pyc"):
         assert int.from_bytes(pyc.read_bytes()[4:8], "little") == 0b01, f"{pyc} is not an unchecked-hash .pyc"
 

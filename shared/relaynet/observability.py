@@ -44,6 +44,15 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.middleware_factory import lambda_handler_decorator
 from aws_lambda_powertools.utilities import jmespath_utils
 
+from relaynet import snapstart as _snapstart
+
+# Every Lambda entry point goes through :func:`instrument` (a test fails on a handler that does
+# not), so every handler file imports this module at init and registers the SnapStart
+# after-restore hook there, as the runtime requires of hooks (relaynet.snapstart). It lived in
+# relaynet/__init__ until ``relaynet`` became a namespace package shared with the client's
+# distribution (docs/architecture.md, "Two distributions"), which has no __init__ to run.
+_snapstart.register()
+
 #: The service's logger: name and level from POWERTOOLS_SERVICE_NAME / POWERTOOLS_LOG_LEVEL.
 logger = Logger()
 #: EMF metrics; the namespace is POWERTOOLS_METRICS_NAMESPACE (powertools reads it). Metrics

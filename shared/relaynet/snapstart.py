@@ -28,9 +28,9 @@ its container credentials endpoint, which botocore's provider refreshes itself).
 
 The hook is registered with ``snapshot_restore_py``, the runtime-hook library that AWS includes
 in the Python managed runtimes; the layer must not ship a copy of its own (shared/requirements.txt),
-since a second copy would hold a registry the runtime never reads. ``relaynet/__init__`` calls
-:func:`register` on import, so every handler file that imports the package registers it, as the
-runtime requires of hooks.
+since a second copy would hold a registry the runtime never reads. :mod:`relaynet.observability`
+calls :func:`register` on import, and every handler file imports it (its entry point goes through
+``observability.instrument``), so every handler registers it at init, as the runtime requires of hooks.
 """
 
 from __future__ import annotations

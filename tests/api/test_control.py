@@ -179,7 +179,7 @@ def test_the_graph_has_agents_instances_and_delegation_edges(api, ops):
     kinds = {n["kind"] for n in graph["nodes"]}
     assert {"agent", "instance"} <= kinds
     assert {"from": "agent:lead", "to": "agent:coder", "kind": "delegated", "label": "1"} in graph["edges"]
-    from relaynet.control import mermaid
+    from relaynet.mermaid import mermaid
 
     assert mermaid(graph).startswith("flowchart LR")
 

@@ -21,8 +21,7 @@ from tests.conftest import ROOT
 RESTORE = r"""
 import json, os, random, sys
 sys.path.insert(0, os.path.join(sys.argv[1], "shared"))
-import relaynet
-from relaynet import ids
+from relaynet import ids, observability  # noqa: F401  # observability registers the hook
 from snapshot_restore_py import get_after_restore
 
 run_hooks = sys.argv[2] == "hooks"
@@ -71,7 +70,7 @@ def _restore_two(mode: str) -> dict:
 
 def test_two_environments_restored_from_one_snapshot_mint_no_common_id_and_draw_apart():
     out = _restore_two("hooks")
-    assert out["hooks"] == 1, "importing relaynet registers the hook once"
+    assert out["hooks"] == 1, "importing relaynet.observability registers the hook once"
     a, b = out["environments"]
     assert len(set(a["ids"])) == len(set(b["ids"])) == 1000
     assert not set(a["ids"]) & set(b["ids"])
@@ -88,18 +87,30 @@ def test_without_the_hook_the_two_environments_collide():
     assert a["random"] == b["random"]
 
 
-def test_every_handler_file_imports_the_package_that_registers_the_hook():
+def _relaynet_imports(path) -> set[str]:
+    """The relaynet modules a file imports at module level: ``from relaynet import x`` gives
+    ``relaynet.x``, ``from relaynet.x import y`` and ``import relaynet.x`` give ``relaynet.x``."""
+    out = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ImportFrom) and node.module == "relaynet":
+            out |= {f"relaynet.{a.name}" for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("relaynet."):
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("relaynet.")}
+    return out
+
+
+def test_every_handler_file_imports_the_module_that_registers_the_hook():
     """The runtime runs only hooks registered by modules the handler file imports (AWS,
-    "Lambda SnapStart runtime hooks for Python"); relaynet/__init__ registers it, so a handler
-    that imports nothing from relaynet would restore with shared state."""
-    missing = []
-    for path in sorted((ROOT / "functions").glob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        names = {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        names |= {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        if "relaynet" not in names:
-            missing.append(path.name)
+    "Lambda SnapStart runtime hooks for Python"); relaynet.observability registers it at import
+    (``relaynet`` is a namespace package with no __init__ to do it), so a handler must import it,
+    itself or through relaynet.http.api (ToolApp), which imports it at module level."""
+    assert "relaynet.observability" in _relaynet_imports(ROOT / "shared" / "relaynet" / "http" / "api.py")
+    registers = {"relaynet.observability", "relaynet.http.api"}
+    missing = [path.name for path in sorted((ROOT / "functions").glob("*.py")) if not _relaynet_imports(path) & registers]
     assert missing == []
+    assert "_snapstart.register()" in (ROOT / "shared" / "relaynet" / "observability.py").read_text(encoding="utf-8")
 
 
 def test_the_layer_does_not_ship_its_own_snapshot_restore_py():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from relaynet import __version__
+from relaynet.version import __version__
 from relaynet.a2a.wire import PROTOCOL_VERSION, is_name
 from relaynet.config import settings
 from relaynet.directory import load

@@ -8,12 +8,11 @@ from typing import Any
 
 from relaynet import claims, clock, events
 from relaynet.control.grants import scope
-from relaynet.control.render import mermaid
 from relaynet.directory import load
 from relaynet.identity import Principal, availability
 from relaynet.store import tasks as task_store
 
-__all__ = ["graph", "mermaid"]
+__all__ = ["graph"]
 
 
 def graph(principal: Principal, network_id: str | None) -> dict[str, Any]:

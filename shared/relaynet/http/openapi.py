@@ -22,7 +22,8 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from relaynet import __version__, catalogue
+from relaynet import catalogue
+from relaynet.version import __version__
 
 #: The error statuses every tool may answer, with the protocol code and when (PROTOCOL.md 2).
 ERRORS: dict[str, tuple[str, str]] = {

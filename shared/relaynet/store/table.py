@@ -181,7 +181,7 @@ def client_config(**overrides: Any) -> Config:
     """
     import botocore
 
-    from relaynet import __version__
+    from relaynet.version import __version__
 
     options: dict[str, Any] = {"max_pool_connections": 50, "parameter_validation": False,
                                "user_agent": f"relaynet/{__version__} botocore/{botocore.__version__}"}

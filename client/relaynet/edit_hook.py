@@ -9,7 +9,7 @@
   root, or whose name holds a control character, is not checked, and the session is told so once
   (``systemMessage``).
 - ``claim`` mode (the default; ``relaynet hook --edits check`` for the other): ``network_claim``
-  of exactly that file (its glob characters literal: relaynet.globs.literal), in the
+  of exactly that file (its glob characters literal: :func:`literal`), in the
   ``$RELAYNET_CLAIM_RESOURCE`` namespace when set, for the instance (``ttlSeconds`` ``$RELAYNET_EDIT_CLAIM_SECONDS``, 900; on
   the instance's task when it holds exactly one accepted, working or blocked task), which takes
   it or renews it, and the edit goes on through Claude Code's normal permission flow (the hook
@@ -25,7 +25,8 @@
 released, except one whose task (as last claimed, by any session) is still accepted, working or
 blocked. The hook keeps the instance's claims and the sessions using them in a state file
 (``$TMPDIR/relaynet-hook/<token hash>.json``, mode 0600, under an exclusive lock). Only the
-standard library and relaynet.globs are imported, so the hook starts fast.
+standard library and the client's own modules (relaynet.guard, the generated relaynet.client_tables)
+are imported, so the hook starts fast.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Mapping
 
-from relaynet.globs import literal
+from relaynet.client_tables import GLOB_CHARS
 from relaynet.guard import Unavailable, has_control_character, unset
 
 EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
@@ -89,6 +90,15 @@ class _Hub:
 
 
 # --------------------------------------------------------------------------- the instance's state
+
+def literal(path: str) -> str:
+    """The scope that matches exactly the file ``path`` and nothing else: each glob character
+    (:data:`relaynet.client_tables.GLOB_CHARS`, the hub's ``relaynet.globs.GLOB_CHARS`` as
+    ``make generate`` copies it) as a one-character class (``g/[xy].py`` -> ``g/[[]xy].py``,
+    ``*.md`` -> ``[*].md``). The client's copy of ``relaynet.globs.literal``, which it must not
+    import (the client ships without the hub); tests/test_generate.py checks the two agree."""
+    return "".join(f"[{ch}]" if ch in GLOB_CHARS else ch for ch in path)
+
 
 def _state_path(token: str) -> Path:
     key = hashlib.sha256(token.encode("utf-8")).hexdigest()[:16]
@@ -233,7 +243,7 @@ def pre_tool_use(event: Mapping[str, Any], environ: Mapping[str, str], mode: str
             ttl = int(environ.get("RELAYNET_EDIT_CLAIM_SECONDS") or DEFAULT_CLAIM_SECONDS)
         except ValueError:
             ttl = DEFAULT_CLAIM_SECONDS
-        # exactly this file: its glob characters are literal (relaynet.globs.literal)
+        # exactly this file: its glob characters are literal
         body: dict[str, Any] = {"scope": literal(path), "ttlSeconds": max(1, min(ttl, 86400))}
         if resource:
             body["resourceId"] = resource

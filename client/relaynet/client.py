@@ -30,7 +30,7 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
-from relaynet import __version__
+from relaynet.client_version import __version__
 from relaynet.client_tables import CREATING_WORKER_TOOLS, ENDPOINT_ROUTES
 
 __all__ = ["ApiError", "RelaynetClient", "AsyncRelaynetClient", "CREATING_WORKER_TOOLS"]

@@ -1,4 +1,7 @@
-"""Mermaid rendering of a network graph (control_get_graph's ``{nodes, edges}``): pure text, no I/O."""
+"""Mermaid rendering of a network graph (control_get_graph's ``{nodes, edges}``): pure text, no I/O.
+
+`relaynet graph` prints it; the hub never renders one (it answers ``{nodes, edges}``), so it lives
+with the client (it was ``relaynet.control.render``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The local MCP bridge (PROTOCOL.md 9): a stdio MCP server that relays tool calls to the hub.
 
-``relaynet mcp worker`` (or ``python -m relaynet.mcp_bridge worker``) serves exactly the tools of
-``catalogue.surface("worker")``, the 12 ``network_*`` tools, each with its catalogue description
-and an input schema derived from its pydantic request model. Configuration comes from the
+``relaynet mcp worker`` (or ``python -m relaynet.mcp_bridge worker``) serves exactly the worker
+surface's tools, the 12 ``network_*`` tools, each with its catalogue description
+and an input schema derived from its pydantic request model, as ``make generate`` writes them
+into :mod:`relaynet.client_tools` (the bridge imports none of the hub's code). Configuration comes from the
 environment, read at start:
 
 - ``RELAYNET_URL``: the hub's base URL (``http://127.0.0.1:8787``, an API Gateway stage URL);
@@ -39,17 +40,17 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
-from pydantic import BaseModel
 
-from relaynet import __version__, catalogue, mcp_channel
+from relaynet import mcp_channel
 from relaynet.client import ApiError, AsyncRelaynetClient
+from relaynet.client_tools import SURFACES
+from relaynet.client_version import __version__
 
 __all__ = [
     "Bridge",
     "INSTRUCTIONS",
     "build_server",
     "format_error",
-    "input_schema",
     "mcp_tools",
     "run",
     "serve",
@@ -119,83 +120,17 @@ INSTRUCTIONS: dict[str, str] = {
 }
 
 
-# --------------------------------------------------------------------------- input schemas
-
-
-def _resolve_refs(node: Any, defs: Mapping[str, Any], depth: int = 0) -> Any:
-    """Inline every ``{"$ref": "#/$defs/X"}`` (the models are not recursive)."""
-    if depth > 32:
-        raise ValueError("schema $ref nesting too deep (recursive model?)")
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            target = dict(defs[ref[len("#/$defs/"):]])
-            target.update({k: v for k, v in node.items() if k != "$ref"})
-            return _resolve_refs(target, defs, depth + 1)
-        return {k: _resolve_refs(v, defs, depth) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_resolve_refs(v, defs, depth) for v in node]
-    return node
-
-
-def _simplify_property(prop: dict[str, Any]) -> dict[str, Any]:
-    """``Optional[X] = None`` -> ``X``: leave the argument out instead of sending null.
-
-    Pydantic writes ``{"anyOf": [X, {"type": "null"}], "default": null, "title": ...}``; LLM
-    clients read a plain ``X`` more reliably. The field's own description wins over the type's.
-    """
-    prop = dict(prop)
-    prop.pop("title", None)
-    any_of = prop.get("anyOf")
-    if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
-        inner = dict(next(s for s in any_of if s != {"type": "null"}))
-        prop.pop("anyOf")
-        if prop.get("default", object()) is None:
-            prop.pop("default")
-        inner.update(prop)
-        prop = inner
-    return _simplify_object(prop)
-
-
-def _simplify_object(node: dict[str, Any]) -> dict[str, Any]:
-    """Simplify the properties of an object schema and of array items, recursively."""
-    node = dict(node)
-    if isinstance(node.get("properties"), dict):
-        node["properties"] = {k: _simplify_property(v) for k, v in node["properties"].items()}
-    if isinstance(node.get("items"), dict):
-        items = dict(node["items"])
-        items.pop("title", None)
-        node["items"] = _simplify_object(items)
-    return node
-
-
-def input_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The MCP ``inputSchema`` of a tool, from its request model.
-
-    A self-contained JSON Schema object: ``$defs`` inlined, ``additionalProperties: false`` (the
-    hub refuses unknown names), ``required`` listing the mandatory arguments, optional
-    arguments as their plain type. Models without fields give ``{"type": "object",
-    "properties": {}, "additionalProperties": false}``.
-    """
-    raw = model.model_json_schema()
-    defs = raw.pop("$defs", {})
-    schema = _resolve_refs(raw, defs)
-    schema.pop("title", None)
-    schema.pop("description", None)  # the model's docstring; the tool description is the LLM's
-    schema = _simplify_object(schema)
-    schema["type"] = "object"
-    schema.setdefault("properties", {})
-    schema["additionalProperties"] = False
-    if not schema.get("required"):
-        schema.pop("required", None)
-    return schema
+# --------------------------------------------------------------------------- the tool list
 
 
 def mcp_tools(surface: str) -> list[types.Tool]:
-    """The MCP tool list of a surface, in catalogue order."""
+    """The MCP tool list of a surface, in catalogue order: each tool's name, catalogue description
+    and input schema as ``make generate`` wrote them into :mod:`relaynet.client_tools` (from the
+    hub's catalogue and request models; tests/test_generate.py checks they agree). An unknown
+    surface gives ``[]``."""
     return [
-        types.Tool(name=t.name, description=t.description, input_schema=input_schema(t.model))
-        for t in catalogue.surface(surface)
+        types.Tool(name=t["name"], description=t["description"], input_schema=t["inputSchema"])
+        for t in SURFACES.get(surface, ())
     ]
 
 
@@ -255,7 +190,7 @@ class Bridge:
         self.url = url or None
         self.token = token or None
         self.timeout = timeout
-        self.tools = {t.name: t for t in catalogue.surface(surface)}
+        self.tools = {t["name"]: t for t in SURFACES.get(surface, ())}
         self._transport = transport
         self._client: AsyncRelaynetClient | None = None
 
@@ -437,7 +372,7 @@ def run(surface: str) -> None:
     """
     if surface not in INSTRUCTIONS:
         raise ValueError(f"unknown surface {surface!r}: expected one of {', '.join(INSTRUCTIONS)}")
-    if not catalogue.surface(surface):
+    if not SURFACES.get(surface):
         raise ValueError(f"the {surface} surface has no tools in this build of relaynet")
     if not logging.getLogger().handlers:
         logging.basicConfig(

