@@ -43,9 +43,9 @@ def coder0(hub, receiver):
     return hub.instance("coder", 0)
 
 
-def received(receiver, path: str, sent_at: float, secret: str) -> dict:
+def received(receiver, path: str, secret: str) -> dict:
     # how soon is benchmarks/bench_push.py's business (issue 26: the first POST's p50); here: that it comes
-    headers, body, at = receiver.next(path, timeout=15)
+    headers, body, _ = receiver.next(path, timeout=15)
     event = webhooks.verify(headers, body, secret)
     assert headers["Content-Type"] == "application/json" and headers["X-Relaynet-Event"] == event["event"]
     assert headers["X-Relaynet-Delivery"] == event["deliveryId"]
@@ -54,7 +54,7 @@ def received(receiver, path: str, sent_at: float, secret: str) -> dict:
 
 def test_an_ask_reaches_the_receiver_signed_and_never_carries_the_body(hub, receiver, coder0):
     sent = tool(hub, "network_ask", {"toAgent": "coder", "body": "the secret plan is in PR 9"}, hub.token("planner"))
-    headers, body, at = receiver.next("/coder0", timeout=15)  # how soon: benchmarks/bench_push.py (issue 26)
+    headers, body, _ = receiver.next("/coder0", timeout=15)  # how soon: benchmarks/bench_push.py (issue 26)
     event = webhooks.verify(headers, body, SECRET)
     assert b"secret plan" not in body
     assert set(event) == {"event", "networkId", "instanceId", "messageId", "kind", "createdAt", "deliveryId"}
@@ -67,9 +67,8 @@ def test_an_ask_reaches_the_receiver_signed_and_never_carries_the_body(hub, rece
 
 
 def test_a_delegate_offer_reaches_the_receiver_as_a_task_offer(hub, receiver, coder0):
-    sent_at = time.monotonic()
     task = tool(hub, "network_delegate", {"toInstance": coder0, "objective": "Add GET /health"}, hub.token("planner"))
-    event = received(receiver, "/coder0", sent_at, SECRET)
+    event = received(receiver, "/coder0", SECRET)
     assert event["event"] == "task_offer" and event["kind"] == "task_offer"
     assert event["taskId"] == task["taskId"] and event["instanceId"] == coder0
     tool(hub, "network_inbox", {}, hub.token("coder", 0))
@@ -77,9 +76,8 @@ def test_a_delegate_offer_reaches_the_receiver_as_a_task_offer(hub, receiver, co
 
 def test_control_wake_agent_sends_a_wake_event(hub, receiver, coder0):
     rep = hub.tokens["representatives"]["ops"]
-    sent_at = time.monotonic()
     woken = tool(hub, "control_wake_agent", {"toInstance": coder0, "reason": "deploy window"}, rep)
-    event = received(receiver, "/coder0", sent_at, SECRET)
+    event = received(receiver, "/coder0", SECRET)
     assert event["event"] == "wake" and event["kind"] == "notice" and event["messageId"] == woken["messageId"]
     tool(hub, "network_inbox", {}, hub.token("coder", 0))
 
@@ -141,10 +139,9 @@ def test_the_sdk_sets_reads_and_removes_a_push_endpoint(hub, receiver):
                                 {"schemes": ["Bearer"], "credentials": "xyz"})
         assert set_ == {"push": {"url": f"{receiver.url}/planner", "authentication": {"schemes": ["Bearer"]}},
                         "source": "instance"}
-        sent_at = time.monotonic()
         tool(hub, "network_ask", {"toAgent": "planner", "body": "hi"}, hub.token("reviewer"))
-        headers, body, at = receiver.next("/planner", timeout=5)
-        assert headers["Authorization"] == "Bearer xyz" and at - sent_at < 2.0
+        headers, body, _ = receiver.next("/planner", timeout=15)
+        assert headers["Authorization"] == "Bearer xyz"
         webhooks.verify(headers, body, "planner-signing-secret-123")
         assert planner.delete_push() == {"removed": True}
         try:
